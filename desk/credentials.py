@@ -1,0 +1,45 @@
+"""Development credentials for the embedded stack, created once and reused.
+
+`var/dev-credentials.json` (mode 0600): a Standard Webhooks secret per demo source, a reviewer
+token and a viewer token. Production takes these from Secrets, never from this file.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+FILENAME = "dev-credentials.json"
+DEMO_SOURCES = ("helpdesk",)
+
+
+def _webhook_secret() -> str:
+    return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
+
+
+def generate() -> dict[str, Any]:
+    return {
+        "webhook_secrets": {source: _webhook_secret() for source in DEMO_SOURCES},
+        "reviewer_token": secrets.token_urlsafe(32),
+        "viewer_token": secrets.token_urlsafe(32),
+    }
+
+
+def load_or_create(var_dir: Path) -> Path:
+    """The credentials file's path; created with fresh secrets on the first run only."""
+    path = Path(var_dir) / FILENAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        os.chmod(path, 0o600)
+        json.loads(path.read_text())  # a corrupt file is an error to fix, not to overwrite
+        return path
+    with os.fdopen(fd, "w") as out:
+        json.dump(generate(), out, indent=2)
+        out.write("\n")
+    return path

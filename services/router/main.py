@@ -1,0 +1,11 @@
+"""The router service: starts, connects, provisions and reports healthy; its work lands in its issue."""
+
+from __future__ import annotations
+
+from shared.service import Service
+from shared.settings import RouterSettings
+
+
+async def run(settings: RouterSettings) -> None:
+    async with Service(settings) as svc:
+        await svc.until_stopped()

@@ -1,0 +1,4 @@
+"""Contracts and runtime shared by every Ambient Desk service.
+
+`shared` never imports `services`; services import `shared` and never each other.
+"""

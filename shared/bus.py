@@ -1,0 +1,176 @@
+"""The connection to NATS JetStream: connect with callbacks, and publish with a dedup id.
+
+Every publish carries `Nats-Msg-Id`; the result says whether the broker saw a duplicate.
+A publish that cannot be acknowledged in time raises `TransientError` (the caller retries with
+the same id, or answers 503); one the broker refuses for good raises `PermanentError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import nats
+import nats.errors as nats_errors
+import nats.js.errors as js_errors
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+
+from . import headers as h
+from . import metrics
+from .errors import PermanentError, TransientError
+
+log = logging.getLogger(__name__)
+
+# Server error codes worth retrying with the same msg id.
+_RETRYABLE_API_CODES = {
+    10158,  # duplicate message id is in process (no quorum yet)
+}
+
+
+@dataclass(frozen=True)
+class Published:
+    stream: str
+    seq: int
+    duplicate: bool
+
+
+class Bus:
+    """One NATS connection and its JetStream context, owned by one service process."""
+
+    def __init__(self, nc: Client, service: str, publish_timeout: float = 5.0) -> None:
+        self.nc = nc
+        self.js: JetStreamContext = nc.jetstream(timeout=publish_timeout)
+        self.service = service
+        self.publish_timeout = publish_timeout
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str,
+        *,
+        service: str,
+        creds: Path | None = None,
+        token: str | None = None,
+        connect_timeout: float = 2.0,
+        publish_timeout: float = 5.0,
+        reconnect: bool = True,
+    ) -> Bus:
+        """Connect once; raise `TransientError` if the broker does not answer."""
+        gauge = metrics.NATS_CONNECTED.labels(service)
+
+        async def on_error(exc: Exception) -> None:
+            # Permission violations only ever show up here (the request itself times out).
+            log.warning("nats: %s", exc)
+
+        async def on_disconnected() -> None:
+            gauge.set(0)
+            if not nc_holder or not nc_holder[0].is_draining:
+                log.warning("nats: disconnected")
+
+        async def on_reconnected() -> None:
+            gauge.set(1)
+            log.info("nats: reconnected")
+
+        async def on_closed() -> None:
+            gauge.set(0)
+
+        nc_holder: list[Client] = []
+        options: dict[str, object] = {}
+        if creds is not None:
+            options["user_credentials"] = str(creds)
+        if token is not None:
+            options["token"] = token
+        try:
+            nc = await nats.connect(
+                servers=[s.strip() for s in url.split(",") if s.strip()],
+                name=f"desk-{service}",
+                connect_timeout=connect_timeout,
+                allow_reconnect=reconnect,
+                # nats-py applies this to the first connect too, where -1 would retry forever:
+                # fail fast now, then reconnect forever once connected (below).
+                max_reconnect_attempts=1,
+                reconnect_time_wait=0.5,
+                error_cb=on_error,
+                disconnected_cb=on_disconnected,
+                reconnected_cb=on_reconnected,
+                closed_cb=on_closed,
+                **options,  # type: ignore[arg-type]
+            )
+        except (OSError, TimeoutError, nats_errors.Error) as exc:
+            raise TransientError(f"cannot connect to NATS: {exc.__class__.__name__}") from exc
+        if reconnect:
+            nc.options["max_reconnect_attempts"] = -1
+        nc_holder.append(nc)
+        gauge.set(1)
+        return cls(nc, service, publish_timeout)
+
+    @property
+    def connected(self) -> bool:
+        return self.nc.is_connected
+
+    async def publish(
+        self,
+        subject: str,
+        data: bytes,
+        *,
+        msg_id: str,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Published:
+        """Publish and wait for the PubAck, retrying with the same id until `timeout` passes."""
+        if not msg_id:
+            raise ValueError("every publish needs a dedup id")
+        deadline = time.monotonic() + (timeout or self.publish_timeout)
+        counter = metrics.PUBLISHES
+        delay = 0.05
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                counter.labels(self.service, "failed").inc()
+                raise TransientError(f"publish to {subject} not acknowledged in time")
+            # A new dict every time: nats-py writes into the headers it is given.
+            hdrs = {k: v for k, v in (headers or {}).items() if k != h.MSG_ID}
+            hdrs[h.MSG_ID] = msg_id
+            try:
+                ack = await self.js.publish(subject, data, headers=hdrs, timeout=remaining)
+            except (
+                nats_errors.TimeoutError,
+                asyncio.TimeoutError,
+                js_errors.NoStreamResponseError,
+                nats_errors.OutboundBufferLimitError,
+            ):
+                pass
+            except js_errors.ServiceUnavailableError as exc:
+                if exc.err_code == 10077:  # limits reached: not something a retry fixes soon
+                    counter.labels(self.service, "failed").inc()
+                    raise TransientError(f"stream full: {exc.description}") from exc
+            except nats_errors.ConnectionClosedError as exc:
+                counter.labels(self.service, "failed").inc()
+                raise TransientError("NATS connection closed") from exc
+            except js_errors.APIError as exc:
+                if exc.err_code not in _RETRYABLE_API_CODES:
+                    counter.labels(self.service, "failed").inc()
+                    raise PermanentError(
+                        f"publish to {subject} refused: {exc.err_code} {exc.description}"
+                    ) from exc
+            else:
+                duplicate = bool(ack.duplicate)
+                counter.labels(self.service, "duplicate" if duplicate else "stored").inc()
+                return Published(stream=ack.stream, seq=ack.seq, duplicate=duplicate)
+            await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 2, 1.0)
+
+    async def close(self) -> None:
+        """Drain subscriptions and flush pending publishes, then close."""
+        if self.nc.is_closed:
+            return
+        try:
+            await self.nc.drain()
+        except (nats_errors.Error, asyncio.TimeoutError, OSError) as exc:
+            log.warning("nats: drain failed (%s); closing", exc.__class__.__name__)
+            await self.nc.close()

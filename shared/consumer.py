@@ -1,0 +1,312 @@
+"""The consumer runtime: the only code that acks, naks or terminates a message.
+
+A consumer is declared as data (`Consumer`); the runtime fetches batches from its durable pull
+consumer, runs the handler with bounded concurrency, and maps the outcome:
+
+| handler outcome            | runtime action                                            |
+|----------------------------|-----------------------------------------------------------|
+| returns                    | ack                                                       |
+| `BusinessReject`           | ack, counted as rejected, never retried                   |
+| `TransientError` (or a bug)| nak with the retry policy's delay; on the last allowed    |
+|                            | delivery: dead letter, then term                          |
+| `PermanentError`           | dead letter, then term, on the first attempt              |
+| undecodable bytes          | dead letter, then term; the handler is never called       |
+
+The runtime dead-letters by itself on the last allowed delivery: the broker's max-deliveries
+advisory carries no body and arrives late. The broker's own `max_deliver` is one higher than the
+consumer's, so a delivery whose worker died on the last attempt still comes back once, and is
+dead-lettered instead of vanishing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import nats.errors as nats_errors
+from nats.aio.msg import Msg
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from . import envelope, ids, metrics, subjects
+from . import headers as h
+from . import logging as desk_logging
+from .bus import Bus
+from .errors import BusinessReject, PermanentError, TransientError
+from .retry import RetryPolicy
+from .streams import ensure_consumer
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Decoder = Callable[[bytes, Mapping[str, str]], Any]
+
+
+@dataclass(frozen=True)
+class Delivery(Generic[T]):
+    """What a handler receives: the decoded body and the facts about this delivery."""
+
+    subject: str
+    body: T
+    headers: Mapping[str, str]
+    msg_id: str | None
+    attempt: int
+    stream_seq: int
+    data: bytes
+
+
+Handler = Callable[[Delivery[Any]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Consumer:
+    """A durable pull consumer and how its messages are handled."""
+
+    name: str
+    stream: str
+    subjects: tuple[str, ...]
+    handler: Handler
+    decode: Decoder = envelope.decode
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    max_deliver: int = 5
+    ack_wait: float = 30.0
+    concurrency: int = 8
+    batch: int = 16
+    max_ack_pending: int = 1000
+
+    def __post_init__(self) -> None:
+        if not self.subjects:
+            raise ValueError("a consumer needs at least one subject filter")
+        if self.max_deliver < 1 or self.concurrency < 1 or self.batch < 1:
+            raise ValueError("max_deliver, concurrency and batch must be at least 1")
+
+    def config(self) -> ConsumerConfig:
+        filters: dict[str, Any] = (
+            {"filter_subject": self.subjects[0]}
+            if len(self.subjects) == 1
+            else {"filter_subjects": list(self.subjects)}
+        )
+        return ConsumerConfig(
+            name=self.name,
+            durable_name=self.name,
+            ack_policy=AckPolicy.EXPLICIT,
+            deliver_policy=DeliverPolicy.ALL,
+            ack_wait=self.ack_wait,
+            max_deliver=self.max_deliver + 1,  # one grace delivery, see the module docstring
+            max_ack_pending=self.max_ack_pending,
+            **filters,
+        )
+
+
+class ConsumerRuntime:
+    """Runs one `Consumer` inside one service process."""
+
+    def __init__(self, bus: Bus, service: str, consumer: Consumer, fetch_timeout: float = 1.0):
+        self.bus = bus
+        self.service = service
+        self.consumer = consumer
+        self.fetch_timeout = fetch_timeout
+        self._slots = asyncio.Semaphore(consumer.concurrency)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stopping = asyncio.Event()
+        self._loop_task: asyncio.Task[None] | None = None
+        self._sub: Any = None
+        labels = (service, consumer.name)
+        self._in_flight = metrics.IN_FLIGHT.labels(*labels)
+        self._seconds = metrics.HANDLER_SECONDS.labels(*labels)
+
+    async def start(self) -> None:
+        await ensure_consumer(self.bus.js, self.consumer.stream, self.consumer.config())
+        self._sub = await self.bus.js.pull_subscribe_bind(
+            self.consumer.name, stream=self.consumer.stream
+        )
+        self._loop_task = asyncio.create_task(self._fetch_loop(), name=f"fetch:{self.consumer.name}")
+
+    async def stop(self, timeout: float) -> None:
+        """Stop fetching, let in-flight handlers finish for up to `timeout`, hand back the rest."""
+        self._stopping.set()
+        if self._loop_task is not None:
+            await self._loop_task  # returns within fetch_timeout: a pending pull is never abandoned
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
+            for task in pending:
+                task.cancel()  # the handler's message is nak'ed for immediate redelivery
+            if pending:
+                log.warning("drain: %d deliveries handed back unfinished", len(pending))
+                await asyncio.wait(pending, timeout=2)
+        if self._sub is not None:
+            try:
+                await self._sub.unsubscribe()
+            except (nats_errors.Error, asyncio.TimeoutError):
+                pass
+
+    @property
+    def idle(self) -> bool:
+        return not self._tasks
+
+    async def _fetch_loop(self) -> None:
+        c = self.consumer
+        while not self._stopping.is_set():
+            await self._slots.acquire()
+            wanted = 1
+            while wanted < c.batch and not self._slots.locked():
+                await self._slots.acquire()
+                wanted += 1
+            try:
+                msgs = await self._sub.fetch(wanted, timeout=self.fetch_timeout)
+            except asyncio.TimeoutError:
+                msgs = []
+            except (nats_errors.Error, OSError) as exc:
+                msgs = []
+                if not self._stopping.is_set():
+                    log.warning("fetch failed (%s); retrying", exc.__class__.__name__)
+                    await asyncio.sleep(0.5)
+            for _ in range(wanted - len(msgs)):
+                self._slots.release()
+            for msg in msgs:
+                task = asyncio.create_task(self._process(msg))
+                self._tasks.add(task)
+                task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._slots.release()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("runtime error", exc_info=task.exception())
+
+    async def _process(self, msg: Msg) -> None:
+        c = self.consumer
+        meta = msg.metadata
+        attempt = meta.num_delivered
+        headers = dict(msg.headers or {})
+        msg_id = headers.get(h.MSG_ID)
+        with desk_logging.bound(msg_id, headers.get(h.CORRELATION_ID)):
+            if attempt > c.max_deliver:
+                await self._dead_letter(
+                    msg, "retries_exhausted", "the last allowed attempt did not finish"
+                )
+                return
+            try:
+                body = c.decode(msg.data, headers)
+            except Exception as exc:  # any decoder failure means the bytes are unusable
+                await self._dead_letter(msg, "undecodable", _describe(exc))
+                return
+            delivery = Delivery(
+                subject=msg.subject,
+                body=body,
+                headers=headers,
+                msg_id=msg_id,
+                attempt=attempt,
+                stream_seq=meta.sequence.stream,
+                data=msg.data,
+            )
+            await self._run_handler(msg, delivery)
+
+    async def _run_handler(self, msg: Msg, delivery: Delivery[Any]) -> None:
+        c = self.consumer
+        heartbeat = asyncio.create_task(self._heartbeat(msg))
+        started = time.monotonic()
+        self._in_flight.inc()
+        try:
+            await c.handler(delivery)
+        except BusinessReject as exc:
+            log.info("rejected: %s", exc, extra={"outcome": exc.outcome})
+            await self._settle(msg, "ack", "rejected")
+        except PermanentError as exc:
+            await self._dead_letter(msg, "permanent", _describe(exc))
+        except TransientError as exc:
+            await self._retry(msg, delivery.attempt, exc, exc.retry_after)
+        except asyncio.CancelledError:
+            await self._settle(msg, "nak", "handed_back")
+            raise
+        except Exception as exc:
+            log.exception("handler failed unexpectedly; retrying")
+            await self._retry(msg, delivery.attempt, exc, None)
+        else:
+            await self._settle(msg, "ack", "acked")
+        finally:
+            heartbeat.cancel()
+            self._in_flight.dec()
+            self._seconds.observe(time.monotonic() - started)
+
+    async def _retry(
+        self, msg: Msg, attempt: int, exc: BaseException, retry_after: float | None
+    ) -> None:
+        c = self.consumer
+        if attempt >= c.max_deliver:
+            await self._dead_letter(msg, "retries_exhausted", _describe(exc))
+            return
+        delay = c.retry.delay(attempt, retry_after=retry_after)
+        log.info("attempt %d failed (%s); retry in %.2fs", attempt, _describe(exc), delay)
+        await self._settle(msg, "nak", "retried", delay=delay)
+
+    async def _heartbeat(self, msg: Msg) -> None:
+        interval = max(self.consumer.ack_wait / 3, 0.1)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await msg.in_progress()
+            except (nats_errors.Error, OSError):
+                return
+
+    async def _dead_letter(self, msg: Msg, reason: str, error: str) -> None:
+        """One message on the DLQ stream (original payload and headers, error, attempts), then term."""
+        c = self.consumer
+        meta = msg.metadata
+        original = dict(msg.headers or {})
+        hdrs = {k: v for k, v in original.items() if not k.startswith(h.BROKER_PREFIX)}
+        if h.MSG_ID in original:
+            hdrs[h.ORIGINAL_MSG_ID] = original[h.MSG_ID]
+        hdrs.update(
+            {
+                h.DLQ_SERVICE: self.service,
+                h.DLQ_CONSUMER: c.name,
+                h.DLQ_STREAM: meta.stream,
+                h.DLQ_STREAM_SEQ: str(meta.sequence.stream),
+                h.DLQ_SUBJECT: msg.subject,
+                h.DLQ_ATTEMPTS: str(meta.num_delivered),
+                h.DLQ_REASON: reason,
+                h.DLQ_ERROR: error,
+                h.DLQ_TIME: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            }
+        )
+        try:
+            await self.bus.publish(
+                subjects.dlq(self.service),
+                msg.data,
+                msg_id=ids.dead_letter(meta.stream, meta.sequence.stream),
+                headers=hdrs,
+            )
+        except (TransientError, PermanentError) as exc:
+            # Not written: keep the message and try again later rather than lose it.
+            log.error("dead letter not written (%s); will retry", exc)
+            await self._settle(msg, "nak", "retried", delay=c.retry.maximum)
+            return
+        log.warning("dead-lettered (%s): %s", reason, error)
+        metrics.DEAD_LETTERS.labels(self.service, c.name, reason).inc()
+        await self._settle(msg, "term", "dead_lettered")
+
+    async def _settle(self, msg: Msg, action: str, outcome: str, delay: float | None = None) -> None:
+        try:
+            if action == "ack":
+                await msg.ack()
+            elif action == "nak":
+                await msg.nak(delay=delay)
+            else:
+                await msg.term()
+        except (nats_errors.Error, OSError) as exc:
+            # The broker will redeliver after ack_wait; handlers are idempotent.
+            log.warning("%s not sent (%s)", action, exc.__class__.__name__)
+        metrics.MESSAGES.labels(self.service, self.consumer.name, outcome).inc()
+
+
+def _describe(exc: BaseException) -> str:
+    """A one-line error text for a header: class name and message, no newlines, bounded."""
+    text = str(exc) or exc.__class__.__name__
+    if not isinstance(exc, (TransientError, PermanentError, BusinessReject)):
+        text = f"{exc.__class__.__name__}: {text}"
+    return desk_logging.redact(" ".join(text.split()))[:1000]

@@ -1,0 +1,87 @@
+"""The event envelope: CloudEvents 1.0 attributes in structured JSON mode, one decode path.
+
+Every message the system produces (work items, inbox items, decisions, results) is an
+`Envelope`; only the raw webhook bodies on EVENTS are stored as they arrived.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import PermanentError
+
+CONTENT_TYPE = "application/cloudevents+json"
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class Envelope(BaseModel):
+    """A CloudEvents 1.0 event. `correlationid` is our extension attribute (lowercase, per spec)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    specversion: str = "1.0"
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex, min_length=1)
+    source: str = Field(min_length=1)
+    type: str = Field(min_length=1)
+    subject: str | None = None
+    time: dt.datetime = Field(default_factory=_now)
+    datacontenttype: str = "application/json"
+    correlationid: str | None = None
+    data: Any = None
+
+    @field_validator("specversion")
+    @classmethod
+    def _v1(cls, value: str) -> str:
+        if value != "1.0":
+            raise ValueError(f"unsupported CloudEvents specversion {value!r}")
+        return value
+
+    @field_validator("time")
+    @classmethod
+    def _aware(cls, value: dt.datetime) -> dt.datetime:
+        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+    def to_bytes(self) -> bytes:
+        return self.model_dump_json(exclude_none=True).encode()
+
+
+def encode(envelope: Envelope) -> bytes:
+    return envelope.to_bytes()
+
+
+def decode(data: bytes, headers: Mapping[str, str] | None = None) -> Envelope:
+    """Bytes to an `Envelope`; anything else is a `PermanentError` (dead-lettered, not retried)."""
+    try:
+        return Envelope.model_validate_json(data)
+    except ValidationError as exc:
+        raise PermanentError(f"not a CloudEvents envelope: {_first_error(exc)}") from None
+
+
+def decode_json(data: bytes, headers: Mapping[str, str] | None = None) -> Any:
+    """Bytes to any JSON value (raw webhook bodies); undecodable bytes are a `PermanentError`."""
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PermanentError(f"not JSON: {exc.__class__.__name__} at byte {_pos(exc)}") from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return "invalid"
+    first = errors[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or "body"
+    return f"{where}: {first.get('msg', 'invalid')}"
+
+
+def _pos(exc: Exception) -> int:
+    return int(getattr(exc, "pos", getattr(exc, "start", 0)) or 0)

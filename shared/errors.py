@@ -1,0 +1,37 @@
+"""The three kinds of failure a handler may raise, and what the consumer runtime does with each.
+
+- `TransientError`: retry later with bounded backoff (429, 5xx, timeouts, a broker hiccup).
+- `PermanentError`: retrying cannot help; dead-letter now (bad payload, ticket not found).
+- `BusinessReject`: not an error at all; acknowledge, record the outcome, never retry.
+
+Foreign errors are mapped to these at the edge; code branches on the class, never on message text.
+"""
+
+from __future__ import annotations
+
+
+class DeskError(Exception):
+    """Base class of the three outcome errors."""
+
+
+class TransientError(DeskError):
+    """Try again later. `retry_after` (seconds) honours a downstream's Retry-After."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class PermanentError(DeskError):
+    """Retrying cannot succeed: the message goes to the dead-letter stream on this attempt."""
+
+
+class BusinessReject(DeskError):
+    """The work is refused by a business rule (closed ticket, zero-value order).
+
+    `outcome` is a short machine-readable label recorded and counted by the runtime.
+    """
+
+    def __init__(self, message: str, *, outcome: str = "rejected") -> None:
+        super().__init__(message)
+        self.outcome = outcome

@@ -1,0 +1,20 @@
+"""NATS header names the system reads or writes, spelled once."""
+
+from __future__ import annotations
+
+MSG_ID = "Nats-Msg-Id"
+CORRELATION_ID = "Desk-Correlation-Id"
+
+# Written on every dead letter, next to the original message's own headers.
+DLQ_SERVICE = "Desk-Dlq-Service"
+DLQ_CONSUMER = "Desk-Dlq-Consumer"
+DLQ_STREAM = "Desk-Dlq-Stream"
+DLQ_STREAM_SEQ = "Desk-Dlq-Stream-Seq"
+DLQ_SUBJECT = "Desk-Dlq-Subject"
+DLQ_ATTEMPTS = "Desk-Dlq-Attempts"
+DLQ_REASON = "Desk-Dlq-Reason"
+DLQ_ERROR = "Desk-Dlq-Error"
+DLQ_TIME = "Desk-Dlq-Time"
+ORIGINAL_MSG_ID = "Desk-Original-Msg-Id"
+
+BROKER_PREFIX = "Nats-"  # headers the broker interprets; never copied from one message to another

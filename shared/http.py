@@ -1,0 +1,91 @@
+"""Every service's small HTTP face: `/healthz`, `/readyz`, `/metrics`, plus the service's routes.
+
+uvicorn runs inside the service's event loop on a socket bound up front (so port 0 works and
+the real port is known), without its own signal handling: the service owns the signals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+
+import uvicorn
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+ReadyCheck = Callable[[], Awaitable[dict[str, bool]]]
+
+
+def health_routes(ready: ReadyCheck) -> list[BaseRoute]:
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        checks = await ready()
+        ok = all(checks.values())
+        return JSONResponse(
+            {"status": "ready" if ok else "not ready", "checks": checks},
+            status_code=200 if ok else 503,
+        )
+
+    async def metrics(request: Request) -> Response:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    return [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+    ]
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield  # the service handles SIGTERM/SIGINT and tells us when to stop
+
+
+class HttpServer:
+    def __init__(self, app: Starlette, host: str, port: int) -> None:
+        self.app = app
+        self.host = host
+        self._socket = socket.socket(
+            socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM
+        )
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind((host, port))
+        self.port: int = self._socket.getsockname()[1]
+        config = uvicorn.Config(
+            app, log_config=None, lifespan="off", access_log=False, timeout_graceful_shutdown=10
+        )
+        self._server = _Server(config)
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        return f"http://{host}:{self.port}"
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._server.serve(sockets=[self._socket]), name="http")
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()  # raises the start-up error
+            await asyncio.sleep(0.01)
+
+    async def stop(self) -> None:
+        """Stop accepting, finish in-flight requests, close."""
+        if self._task is None:
+            return
+        self._server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._socket.close()
+
+
+def make_app(routes: Sequence[BaseRoute], ready: ReadyCheck) -> Starlette:
+    return Starlette(routes=[*health_routes(ready), *routes])

@@ -1,0 +1,149 @@
+"""The one shape every service has.
+
+    async def run(settings):
+        async with Service(settings) as svc:     # logs, signals, HTTP, NATS, provisioning
+            await svc.consume(Consumer(...))     # zero or more consumers
+            await svc.until_stopped()            # SIGTERM / SIGINT
+        # leaving the block drains in uvicorn's order: not ready → consumers finish their
+        # in-flight work (up to drain_timeout) → HTTP stops accepting and finishes requests
+        # → NATS drains and closes. A second signal exits at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import time
+from collections.abc import Sequence
+from types import TracebackType
+
+from starlette.routing import BaseRoute
+
+from . import logging as desk_logging
+from .bus import Bus
+from .consumer import Consumer, ConsumerRuntime
+from .errors import TransientError
+from .http import HttpServer, make_app
+from .settings import DeskSettings
+from .streams import Topology, missing_streams, provision
+
+log = logging.getLogger(__name__)
+
+
+class Service:
+    def __init__(
+        self,
+        settings: DeskSettings,
+        *,
+        routes: Sequence[BaseRoute] = (),
+    ) -> None:
+        self.settings = settings
+        self.name = settings.service
+        self.bus: Bus | None = None
+        self.runtimes: list[ConsumerRuntime] = []
+        self.app = make_app(routes, self.ready_checks)
+        self.app.state.service = self
+        self.http = HttpServer(self.app, settings.http_host, settings.http_port)
+        self._stop = asyncio.Event()
+        self._draining = False
+        self._signals = 0
+        self._streams_ok_until = 0.0
+
+    async def __aenter__(self) -> Service:
+        s = self.settings
+        desk_logging.configure(self.name, s.log_level, s.log_format)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._on_signal, sig)
+        await self.http.start()
+        log.info("listening on %s", self.http.url, extra={"url": self.http.url})
+        await self._connect()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._draining = True
+        log.info("draining")
+        await asyncio.gather(*(rt.stop(self.settings.drain_timeout) for rt in self.runtimes))
+        await self.http.stop()
+        if self.bus is not None:
+            await self.bus.close()
+        log.info("stopped")
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def until_stopped(self) -> None:
+        await self._stop.wait()
+
+    async def consume(self, consumer: Consumer) -> ConsumerRuntime | None:
+        """Start a consumer (None when a stop came before NATS ever answered)."""
+        if self.bus is None:
+            return None
+        runtime = ConsumerRuntime(self.bus, self.name, consumer)
+        await runtime.start()
+        self.runtimes.append(runtime)
+        return runtime
+
+    async def ready_checks(self) -> dict[str, bool]:
+        bus = self.bus
+        connected = bus is not None and bus.connected
+        return {
+            "nats": connected,
+            "streams": connected and await self._streams_present(),
+            "accepting": not self._draining,
+        }
+
+    async def _streams_present(self) -> bool:
+        assert self.bus is not None
+        if time.monotonic() < self._streams_ok_until:
+            return True
+        try:
+            missing = await missing_streams(self.bus.js)
+        except Exception:  # a broker hiccup means "not ready", never a 500
+            return False
+        if missing:
+            return False
+        self._streams_ok_until = time.monotonic() + 5.0
+        return True
+
+    def _on_signal(self, sig: int) -> None:
+        self._signals += 1
+        if self._signals > 1:
+            log.warning("second %s: exiting now", signal.Signals(sig).name)
+            os._exit(128 + sig)
+        log.info("%s received", signal.Signals(sig).name)
+        self._stop.set()
+
+    async def _connect(self) -> None:
+        """Connect to NATS, retrying until it answers or a stop is requested."""
+        s = self.settings
+        delay = 0.5
+        while not self._stop.is_set():
+            try:
+                self.bus = await Bus.connect(
+                    s.nats_url,
+                    service=self.name,
+                    creds=s.nats_creds,
+                    token=s.nats_token.get_secret_value() if s.nats_token else None,
+                    connect_timeout=s.nats_connect_timeout,
+                    publish_timeout=s.publish_timeout,
+                )
+                break
+            except TransientError as exc:
+                log.warning("%s; retrying in %.1fs", exc, delay)
+                try:
+                    await asyncio.wait_for(self._stop.wait(), delay)
+                except asyncio.TimeoutError:
+                    pass
+                delay = min(delay * 2, 5.0)
+        if self.bus is not None and s.provision:
+            await provision(
+                self.bus.js, Topology(s.stream_replicas, s.duplicate_window)
+            )

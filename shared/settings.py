@@ -1,0 +1,100 @@
+"""Settings, read once from `DESK_*` environment variables (or a `.env` file) and passed down.
+
+Only a service's `main.py` (and the `desk` CLI) build settings; library code takes arguments.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+SyncMode = Literal["always", "relaxed"]
+
+
+class DeskSettings(BaseSettings):
+    """What every service shares: the broker, the local state directory, logs and the HTTP port."""
+
+    model_config = SettingsConfigDict(env_prefix="DESK_", env_file=".env", extra="ignore")
+
+    service: ClassVar[str] = "desk"
+
+    nats_url: str = "nats://127.0.0.1:4222"
+    nats_creds: Path | None = Field(default=None, description="NATS .creds file (production)")
+    nats_token: SecretStr | None = None
+    nats_connect_timeout: float = 2.0
+    stream_replicas: int = Field(default=1, ge=1, le=5)
+    duplicate_window: float = Field(default=600.0, gt=0, description="seconds")
+    publish_timeout: float = Field(default=5.0, gt=0)
+    provision: bool = Field(
+        default=True,
+        description="create/update streams at start-up (off where an admin job provisions them)",
+    )
+
+    var_dir: Path = Path("var")
+    database_url: str | None = None
+
+    log_level: LogLevel = "INFO"
+    log_format: Literal["json", "text"] = "json"
+
+    http_host: str = "127.0.0.1"
+    http_port: int = Field(default=0, ge=0, le=65535, description="0 picks a free port")
+    drain_timeout: float = Field(default=20.0, gt=0, description="seconds to finish in-flight work")
+
+
+class IngressSettings(DeskSettings):
+    service: ClassVar[str] = "ingress"
+    http_port: int = 8000
+
+
+class RouterSettings(DeskSettings):
+    service: ClassVar[str] = "router"
+
+
+class DrafterSettings(DeskSettings):
+    service: ClassVar[str] = "drafter"
+
+
+class InboxApiSettings(DeskSettings):
+    service: ClassVar[str] = "inbox_api"
+    http_port: int = 8001
+
+
+class SenderSettings(DeskSettings):
+    service: ClassVar[str] = "sender"
+
+
+class ReconcilerSettings(DeskSettings):
+    service: ClassVar[str] = "reconciler"
+
+
+SERVICE_SETTINGS: dict[str, type[DeskSettings]] = {
+    cls.service: cls
+    for cls in (
+        IngressSettings,
+        RouterSettings,
+        DrafterSettings,
+        InboxApiSettings,
+        SenderSettings,
+        ReconcilerSettings,
+    )
+}
+
+
+class StackSettings(DeskSettings):
+    """`desk up`: the embedded single-machine stack."""
+
+    service: ClassVar[str] = "stack"
+
+    # Unset: start the embedded nats-server. Set: use that broker and start none.
+    nats_url: str | None = None  # type: ignore[assignment]
+    nats_sync: SyncMode = Field(
+        default="always",
+        description="'always' fsyncs every message before the ack; 'relaxed' uses NATS's default",
+    )
+    ingress_port: int = Field(default=8000, ge=0, le=65535)
+    inbox_api_port: int = Field(default=8001, ge=0, le=65535)
+    restart_backoff_max: float = Field(default=30.0, gt=0)

@@ -1,0 +1,133 @@
+"""Stream, consumer and bucket provisioning: idempotent, so running it twice changes nothing.
+
+Create, and on "already in use with a different configuration" update in place.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Literal
+
+import nats.js.errors as js_errors
+from nats.js import JetStreamContext
+from nats.js.api import (
+    ConsumerConfig,
+    DiscardPolicy,
+    KeyValueConfig,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
+
+from . import subjects
+
+log = logging.getLogger(__name__)
+
+DAY = 24 * 3600.0
+
+# How long each stream keeps messages. EVENTS is the system of record for what arrived.
+RETENTION: dict[str, float] = {
+    subjects.EVENTS: 90 * DAY,
+    subjects.WORK: 14 * DAY,
+    subjects.INBOX: 90 * DAY,
+    subjects.RESULTS: 30 * DAY,
+    subjects.DLQ: 90 * DAY,
+}
+
+LEDGER_BUCKET = "desk_ledger"
+STATE_BUCKET = "desk_state"
+BUCKETS = (LEDGER_BUCKET, STATE_BUCKET)
+
+Change = Literal["created", "updated", "unchanged"]
+
+_IN_USE = 10058  # stream name already in use with a different configuration
+
+
+@dataclass(frozen=True)
+class Topology:
+    replicas: int = 1
+    duplicate_window: float = 600.0
+
+    def streams(self) -> list[StreamConfig]:
+        return [
+            StreamConfig(
+                name=name,
+                subjects=list(subject_filters),
+                retention=RetentionPolicy.LIMITS,
+                storage=StorageType.FILE,
+                discard=DiscardPolicy.OLD,
+                num_replicas=self.replicas,
+                duplicate_window=self.duplicate_window,
+                max_age=RETENTION[name],
+            )
+            for name, subject_filters in subjects.STREAM_SUBJECTS.items()
+        ]
+
+    def buckets(self) -> list[KeyValueConfig]:
+        return [
+            KeyValueConfig(bucket=name, history=1, storage=StorageType.FILE, replicas=self.replicas)
+            for name in BUCKETS
+        ]
+
+
+async def ensure_stream(js: JetStreamContext, config: StreamConfig) -> Change:
+    assert config.name
+    try:
+        before = await js.stream_info(config.name)
+    except js_errors.NotFoundError:
+        before = None
+    try:
+        after = await js.add_stream(config)
+    except js_errors.BadRequestError as exc:
+        if exc.err_code != _IN_USE:
+            raise
+        after = await js.update_stream(config)
+    if before is None:
+        return "created"
+    return "unchanged" if before.config == after.config else "updated"
+
+
+async def ensure_bucket(js: JetStreamContext, config: KeyValueConfig) -> Change:
+    try:
+        await js.key_value(config.bucket)
+        return "unchanged"
+    except js_errors.BucketNotFoundError:
+        pass
+    try:
+        await js.create_key_value(config)
+    except js_errors.BadRequestError as exc:
+        if exc.err_code != _IN_USE:
+            raise
+        return "unchanged"  # another replica created it a moment ago
+    return "created"
+
+
+async def ensure_consumer(js: JetStreamContext, stream: str, config: ConsumerConfig) -> None:
+    """Create the durable consumer, or update it to `config` (the server treats both alike)."""
+    await js.add_consumer(stream, config)
+
+
+async def provision(js: JetStreamContext, topology: Topology) -> dict[str, Change]:
+    """Make every stream and bucket exist as configured; report what changed."""
+    changes: dict[str, Change] = {}
+    for stream in topology.streams():
+        assert stream.name
+        changes[stream.name] = await ensure_stream(js, stream)
+    for bucket in topology.buckets():
+        changes[f"KV_{bucket.bucket}"] = await ensure_bucket(js, bucket)
+    changed = {k: v for k, v in changes.items() if v != "unchanged"}
+    if changed:
+        log.info("provisioned %s", ", ".join(f"{k} {v}" for k, v in changed.items()))
+    return changes
+
+
+async def missing_streams(js: JetStreamContext) -> list[str]:
+    """Streams the system needs that the broker does not have (for /readyz)."""
+    missing = []
+    for name in subjects.STREAM_SUBJECTS:
+        try:
+            await js.stream_info(name)
+        except js_errors.NotFoundError:
+            missing.append(name)
+    return missing

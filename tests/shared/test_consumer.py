@@ -1,0 +1,205 @@
+"""The consumer runtime against a real nats-server: every outcome maps to the right ack."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from shared import subjects
+from shared.bus import Bus
+from shared.consumer import Consumer, ConsumerRuntime, Delivery
+from shared.envelope import Envelope
+from shared.errors import BusinessReject, PermanentError, TransientError
+from shared.retry import RetryPolicy
+from tests.helpers import eventually, messages
+
+SUBJECT = subjects.work("test", "ticket.created")
+
+
+def consumer(handler: Callable[[Delivery[Any]], Awaitable[None]], **overrides: Any) -> Consumer:
+    options: dict[str, Any] = {
+        "name": "test",
+        "stream": subjects.WORK,
+        "subjects": (subjects.work_for("test"),),
+        "handler": handler,
+        "retry": RetryPolicy(initial=0.2, multiplier=2, maximum=5, jitter=0.1),
+        "ack_wait": 2.0,
+        "max_deliver": 5,
+    }
+    options.update(overrides)
+    return Consumer(**options)
+
+
+@asynccontextmanager
+async def running(bus: Bus, spec: Consumer) -> AsyncIterator[ConsumerRuntime]:
+    runtime = ConsumerRuntime(bus, "svc", spec, fetch_timeout=0.5)
+    await runtime.start()
+    try:
+        yield runtime
+    finally:
+        await runtime.stop(timeout=5)
+
+
+async def publish(bus: Bus, body: dict[str, Any] | bytes, msg_id: str = "m1") -> None:
+    data = body if isinstance(body, bytes) else Envelope(source="test", type="t", data=body).to_bytes()
+    await bus.publish(SUBJECT, data, msg_id=msg_id, headers={"X-Original": "yes"})
+
+
+async def settled(bus: Bus, name: str = "test") -> bool:
+    info = await bus.js.consumer_info(subjects.WORK, name)
+    return info.num_pending == 0 and info.num_ack_pending == 0
+
+
+async def test_transient_errors_are_retried_with_growing_backoff(bus: Bus) -> None:
+    calls: list[float] = []
+
+    async def handler(d: Delivery[Envelope]) -> None:
+        calls.append(time.monotonic())
+        if len(calls) < 3:
+            raise TransientError("helpdesk answered 503")
+
+    async with running(bus, consumer(handler)):
+        await publish(bus, {"ticket": "T1"})
+        await eventually(lambda: len(calls) >= 3, message="the third attempt")
+        await eventually(lambda: settled(bus), message="the ack")
+
+    assert len(calls) == 3
+    first_gap, second_gap = calls[1] - calls[0], calls[2] - calls[1]
+    assert first_gap >= 0.2
+    assert second_gap >= 0.4
+    assert (await bus.js.stream_info(subjects.DLQ)).state.messages == 0
+
+
+async def test_a_permanent_error_dead_letters_once_with_payload_and_error(bus: Bus) -> None:
+    calls: list[int] = []
+
+    async def handler(d: Delivery[Envelope]) -> None:
+        calls.append(d.attempt)
+        raise PermanentError("ticket T9999 does not exist")
+
+    async with running(bus, consumer(handler)):
+        await publish(bus, {"ticket": "T9999"}, msg_id="helpdesk:e9")
+        await eventually(lambda: settled(bus), message="the term")
+        await asyncio.sleep(2.5)  # longer than ack_wait: a message not settled would be back
+
+    assert calls == [1]
+    [dead] = await messages(bus.js, subjects.DLQ)
+    assert dead.subject == subjects.dlq("svc")
+    assert Envelope.model_validate_json(dead.data).data == {"ticket": "T9999"}
+    assert dead.headers["Desk-Dlq-Error"] == "ticket T9999 does not exist"
+    assert dead.headers["Desk-Dlq-Reason"] == "permanent"
+    assert dead.headers["Desk-Dlq-Attempts"] == "1"
+    assert dead.headers["Desk-Dlq-Subject"] == SUBJECT
+    assert dead.headers["Desk-Original-Msg-Id"] == "helpdesk:e9"
+    assert dead.headers["X-Original"] == "yes"
+    info = await bus.js.consumer_info(subjects.WORK, "test")
+    assert info.num_redelivered == 0
+
+
+async def test_a_business_reject_is_acked_and_never_retried(bus: Bus) -> None:
+    calls: list[int] = []
+
+    async def handler(d: Delivery[Envelope]) -> None:
+        calls.append(d.attempt)
+        raise BusinessReject("ticket is closed", outcome="closed")
+
+    async with running(bus, consumer(handler)):
+        await publish(bus, {"ticket": "T1040"})
+        await eventually(lambda: settled(bus), message="the ack")
+        await asyncio.sleep(2.5)  # longer than ack_wait
+
+    assert calls == [1]
+    info = await bus.js.consumer_info(subjects.WORK, "test")
+    assert info.ack_floor.stream_seq == 1
+    assert info.num_redelivered == 0
+    assert (await bus.js.stream_info(subjects.DLQ)).state.messages == 0
+
+
+async def test_retries_exhausted_at_max_deliveries_dead_letters_exactly_once(bus: Bus) -> None:
+    calls: list[int] = []
+
+    async def handler(d: Delivery[Envelope]) -> None:
+        calls.append(d.attempt)
+        raise TransientError("still down")
+
+    spec = consumer(handler, max_deliver=3, retry=RetryPolicy(initial=0.1, jitter=0))
+    async with running(bus, spec):
+        await publish(bus, {"ticket": "T1"})
+        await eventually(lambda: settled(bus), message="the dead letter")
+        await asyncio.sleep(2.5)  # longer than ack_wait: no grace delivery comes back
+
+    assert calls == [1, 2, 3]
+    [dead] = await messages(bus.js, subjects.DLQ)
+    assert dead.headers["Desk-Dlq-Reason"] == "retries_exhausted"
+    assert dead.headers["Desk-Dlq-Attempts"] == "3"
+    assert dead.headers["Desk-Dlq-Error"] == "still down"
+
+
+async def test_unexpected_exceptions_are_retried_like_transient_ones(bus: Bus) -> None:
+    calls: list[int] = []
+
+    async def handler(d: Delivery[Envelope]) -> None:
+        calls.append(d.attempt)
+        if d.attempt == 1:
+            raise KeyError("bug")
+
+    async with running(bus, consumer(handler)):
+        await publish(bus, {"ticket": "T1"})
+        await eventually(lambda: settled(bus) if len(calls) == 2 else False, message="the retry")
+    assert calls == [1, 2]
+
+
+async def test_garbage_bytes_are_dead_lettered_and_the_runtime_keeps_going(bus: Bus) -> None:
+    handled: list[Any] = []
+
+    async def handler(d: Delivery[Envelope]) -> None:
+        handled.append(d.body.data)
+
+    async with running(bus, consumer(handler)):
+        await publish(bus, b"\xff\xfe\x00 not an event", msg_id="junk")
+        await eventually(
+            lambda: bus.js.stream_info(subjects.DLQ), message="the DLQ stream"
+        )
+        await publish(bus, {"ticket": "T2"}, msg_id="good")
+        await eventually(lambda: handled == [{"ticket": "T2"}], message="the next message")
+        await eventually(lambda: settled(bus), message="both settled")
+
+    [dead] = await messages(bus.js, subjects.DLQ)
+    assert dead.data == b"\xff\xfe\x00 not an event"
+    assert dead.headers["Desk-Dlq-Reason"] == "undecodable"
+
+
+async def test_long_handlers_send_heartbeats_and_are_not_redelivered(bus: Bus) -> None:
+    calls: list[int] = []
+
+    async def handler(d: Delivery[Envelope]) -> None:
+        calls.append(d.attempt)
+        await asyncio.sleep(3.5)  # well past ack_wait (1 s)
+
+    async with running(bus, consumer(handler, ack_wait=1.0)):
+        await publish(bus, {"ticket": "T3"})
+        await eventually(lambda: settled(bus), timeout=15, message="the ack")
+    assert calls == [1]
+
+
+async def test_concurrency_is_bounded(bus: Bus) -> None:
+    active = 0
+    peak = 0
+    done = 0
+
+    async def handler(d: Delivery[Envelope]) -> None:
+        nonlocal active, peak, done
+        active += 1
+        peak = max(peak, active)
+        await asyncio.sleep(0.05)
+        active -= 1
+        done += 1
+
+    async with running(bus, consumer(handler, concurrency=3, batch=10)):
+        for i in range(30):
+            await publish(bus, {"n": i}, msg_id=f"m{i}")
+        await eventually(lambda: done == 30, message="all 30 handled")
+    assert peak == 3
