@@ -1,10 +1,10 @@
 """The `desk` console script.
 
-    desk up                      the whole system on this machine (embedded NATS, six services)
-    desk status [--json]         the running stack: URLs, pids, health
-    desk provision               create or update streams and buckets (idempotent)
-    desk <service>               run one service: ingress, router, drafter, inbox_api, sender,
-                                 reconciler (what each Kubernetes Deployment runs)
+desk up                      the whole system on this machine (embedded NATS, six services)
+desk status [--json]         the running stack: URLs, pids, health
+desk provision               create or update streams and buckets (idempotent)
+desk <service>               run one service: ingress, router, drafter, inbox_api, sender,
+                             reconciler (what each Kubernetes Deployment runs)
 """
 
 from __future__ import annotations
@@ -62,7 +62,9 @@ def _provision() -> int:
         bus = await Bus.connect(settings.nats_url, service="provision", reconnect=False)
         try:
             return dict(
-                await provision(bus.js, Topology(settings.stream_replicas, settings.duplicate_window))
+                await provision(
+                    bus.js, Topology(settings.stream_replicas, settings.duplicate_window)
+                )
             )
         finally:
             await bus.close()

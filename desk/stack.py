@@ -158,7 +158,8 @@ class Stack:
                 stdout=out,
                 stderr=asyncio.subprocess.STDOUT,
                 env=env,
-                start_new_session=True,  # Ctrl-C reaches the supervisor, which stops children in order
+                # Ctrl-C reaches only the supervisor, which stops the children in order.
+                start_new_session=True,
                 preexec_fn=die_with_parent,
             )
         child.started_at = time.monotonic()
@@ -207,9 +208,7 @@ class Stack:
                 proc.send_signal(signal.SIGTERM)
         grace = self.settings.drain_timeout + 5
         if procs:
-            _, pending = await asyncio.wait(
-                [asyncio.create_task(p.wait()) for p in procs], timeout=grace
-            )
+            await asyncio.wait([asyncio.create_task(p.wait()) for p in procs], timeout=grace)
             for proc in procs:
                 if proc.returncode is None:
                     with contextlib.suppress(ProcessLookupError):

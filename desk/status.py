@@ -30,7 +30,9 @@ async def collect(var_dir: Path) -> dict[str, Any]:
     try:
         state = json.loads(path.read_text())
     except FileNotFoundError:
-        raise NoStack(f"no stack is running from {path.parent} (start one with `desk up`)") from None
+        raise NoStack(
+            f"no stack is running from {path.parent} (start one with `desk up`)"
+        ) from None
     if not alive(int(state.get("pid", 0))):
         raise NoStack(f"the stack recorded in {path} is no longer running")
     services = state["services"]

@@ -139,12 +139,12 @@ class Bus:
             try:
                 ack = await self.js.publish(subject, data, headers=hdrs, timeout=remaining)
             except (
+                TimeoutError,
                 nats_errors.TimeoutError,
-                asyncio.TimeoutError,
                 js_errors.NoStreamResponseError,
                 nats_errors.OutboundBufferLimitError,
             ):
-                pass
+                pass  # not acknowledged (yet): try again with the same id
             except js_errors.ServiceUnavailableError as exc:
                 if exc.err_code == 10077:  # limits reached: not something a retry fixes soon
                     counter.labels(self.service, "failed").inc()
@@ -171,6 +171,6 @@ class Bus:
             return
         try:
             await self.nc.drain()
-        except (nats_errors.Error, asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, nats_errors.Error, OSError) as exc:
             log.warning("nats: drain failed (%s); closing", exc.__class__.__name__)
             await self.nc.close()

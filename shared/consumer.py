@@ -124,7 +124,9 @@ class ConsumerRuntime:
         self._sub = await self.bus.js.pull_subscribe_bind(
             self.consumer.name, stream=self.consumer.stream
         )
-        self._loop_task = asyncio.create_task(self._fetch_loop(), name=f"fetch:{self.consumer.name}")
+        self._loop_task = asyncio.create_task(
+            self._fetch_loop(), name=f"fetch:{self.consumer.name}"
+        )
 
     async def stop(self, timeout: float) -> None:
         """Stop fetching, let in-flight handlers finish for up to `timeout`, hand back the rest."""
@@ -141,7 +143,7 @@ class ConsumerRuntime:
         if self._sub is not None:
             try:
                 await self._sub.unsubscribe()
-            except (nats_errors.Error, asyncio.TimeoutError):
+            except (TimeoutError, nats_errors.Error):
                 pass
 
     @property
@@ -158,7 +160,7 @@ class ConsumerRuntime:
                 wanted += 1
             try:
                 msgs = await self._sub.fetch(wanted, timeout=self.fetch_timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 msgs = []
             except (nats_errors.Error, OSError) as exc:
                 msgs = []
@@ -254,7 +256,7 @@ class ConsumerRuntime:
                 return
 
     async def _dead_letter(self, msg: Msg, reason: str, error: str) -> None:
-        """One message on the DLQ stream (original payload and headers, error, attempts), then term."""
+        """One DLQ message (original payload and headers, error, attempts), then term."""
         c = self.consumer
         meta = msg.metadata
         original = dict(msg.headers or {})
@@ -290,7 +292,9 @@ class ConsumerRuntime:
         metrics.DEAD_LETTERS.labels(self.service, c.name, reason).inc()
         await self._settle(msg, "term", "dead_lettered")
 
-    async def _settle(self, msg: Msg, action: str, outcome: str, delay: float | None = None) -> None:
+    async def _settle(
+        self, msg: Msg, action: str, outcome: str, delay: float | None = None
+    ) -> None:
         try:
             if action == "ack":
                 await msg.ack()

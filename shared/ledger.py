@@ -34,9 +34,7 @@ class Ledger:
         self.service = service
 
     @classmethod
-    async def open(
-        cls, js: JetStreamContext, service: str, bucket: str = LEDGER_BUCKET
-    ) -> Ledger:
+    async def open(cls, js: JetStreamContext, service: str, bucket: str = LEDGER_BUCKET) -> Ledger:
         return cls(await js.key_value(bucket), service)
 
     async def claim(self, key: str, value: bytes = b"") -> bool:

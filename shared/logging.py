@@ -25,6 +25,7 @@ correlation_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 REDACTED = "[redacted]"
 
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+"), "Bearer " + REDACTED),
     # key=value / "key": "value" pairs whose key names a secret
     (
         re.compile(
@@ -33,7 +34,6 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
         ),
         r"\1" + REDACTED,
     ),
-    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+"), "Bearer " + REDACTED),
     (re.compile(r"\bwhsec_[A-Za-z0-9+/=]+"), REDACTED),
     (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), REDACTED),
     (re.compile(r"\bv1,[A-Za-z0-9+/=]{20,}"), REDACTED),  # Standard Webhooks signatures

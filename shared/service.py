@@ -1,12 +1,12 @@
 """The one shape every service has.
 
-    async def run(settings):
-        async with Service(settings) as svc:     # logs, signals, HTTP, NATS, provisioning
-            await svc.consume(Consumer(...))     # zero or more consumers
-            await svc.until_stopped()            # SIGTERM / SIGINT
-        # leaving the block drains in uvicorn's order: not ready → consumers finish their
-        # in-flight work (up to drain_timeout) → HTTP stops accepting and finishes requests
-        # → NATS drains and closes. A second signal exits at once.
+async def run(settings):
+    async with Service(settings) as svc:     # logs, signals, HTTP, NATS, provisioning
+        await svc.consume(Consumer(...))     # zero or more consumers
+        await svc.until_stopped()            # SIGTERM / SIGINT
+    # leaving the block drains in uvicorn's order: not ready → consumers finish their
+    # in-flight work (up to drain_timeout) → HTTP stops accepting and finishes requests
+    # → NATS drains and closes. A second signal exits at once.
 """
 
 from __future__ import annotations
@@ -140,10 +140,8 @@ class Service:
                 log.warning("%s; retrying in %.1fs", exc, delay)
                 try:
                     await asyncio.wait_for(self._stop.wait(), delay)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
                 delay = min(delay * 2, 5.0)
         if self.bus is not None and s.provision:
-            await provision(
-                self.bus.js, Topology(s.stream_replicas, s.duplicate_window)
-            )
+            await provision(self.bus.js, Topology(s.stream_replicas, s.duplicate_window))

@@ -1,4 +1,4 @@
-"""The drafter service: starts, connects, provisions and reports healthy; its work lands in its issue."""
+"""The drafter service (thin for now): starts, connects, provisions and reports healthy."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The inbox_api service: starts, connects, provisions and reports healthy; its work lands in its issue."""
+"""The inbox_api service (thin for now): starts, connects, provisions and reports healthy."""
 
 from __future__ import annotations
 

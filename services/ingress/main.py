@@ -1,4 +1,4 @@
-"""The ingress service: starts, connects, provisions and reports healthy; its work lands in its issue."""
+"""The ingress service (thin for now): starts, connects, provisions and reports healthy."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The reconciler service: starts, connects, provisions and reports healthy; its work lands in its issue."""
+"""The reconciler service (thin for now): starts, connects, provisions and reports healthy."""
 
 from __future__ import annotations
 

@@ -44,7 +44,9 @@ async def running(bus: Bus, spec: Consumer) -> AsyncIterator[ConsumerRuntime]:
 
 
 async def publish(bus: Bus, body: dict[str, Any] | bytes, msg_id: str = "m1") -> None:
-    data = body if isinstance(body, bytes) else Envelope(source="test", type="t", data=body).to_bytes()
+    data = (
+        body if isinstance(body, bytes) else Envelope(source="test", type="t", data=body).to_bytes()
+    )
     await bus.publish(SUBJECT, data, msg_id=msg_id, headers={"X-Original": "yes"})
 
 
@@ -160,9 +162,7 @@ async def test_garbage_bytes_are_dead_lettered_and_the_runtime_keeps_going(bus: 
 
     async with running(bus, consumer(handler)):
         await publish(bus, b"\xff\xfe\x00 not an event", msg_id="junk")
-        await eventually(
-            lambda: bus.js.stream_info(subjects.DLQ), message="the DLQ stream"
-        )
+        await eventually(lambda: bus.js.stream_info(subjects.DLQ), message="the DLQ stream")
         await publish(bus, {"ticket": "T2"}, msg_id="good")
         await eventually(lambda: handled == [{"ticket": "T2"}], message="the next message")
         await eventually(lambda: settled(bus), message="both settled")

@@ -20,8 +20,12 @@ def test_round_trip_keeps_cloudevents_attributes() -> None:
 
 @pytest.mark.parametrize(
     "data",
-    [b"\xff\xfe garbage", b"[]", b'{"specversion": "0.3", "id": "1", "source": "s", "type": "t"}',
-     b'{"id": "1", "type": "t"}'],
+    [
+        b"\xff\xfe garbage",
+        b"[]",
+        b'{"specversion": "0.3", "id": "1", "source": "s", "type": "t"}',
+        b'{"id": "1", "type": "t"}',
+    ],
 )
 def test_anything_else_is_a_permanent_error(data: bytes) -> None:
     with pytest.raises(PermanentError):

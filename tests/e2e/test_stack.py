@@ -1,0 +1,154 @@
+"""`desk up` as a user runs it: everything healthy, crashes healed, Ctrl-C leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.helpers import eventually
+
+SERVICES = {"ingress", "router", "drafter", "inbox_api", "sender", "reconciler"}
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid`, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+class Stack:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.var = root / "var"
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
+        self.env.update(
+            {"DESK_VAR_DIR": str(self.var), "DESK_INGRESS_PORT": "0", "DESK_INBOX_API_PORT": "0"}
+        )
+        self.log = root / "desk-up.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def up(self) -> subprocess.Popen[bytes]:
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "desk", "up"],
+                cwd=self.root,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        return self.proc
+
+    def status(self) -> dict[str, Any]:
+        done = subprocess.run(
+            [sys.executable, "-m", "desk", "status", "--json"],
+            cwd=self.root,
+            env=self.env,
+            capture_output=True,
+            timeout=20,
+        )
+        if not done.stdout.strip():
+            return {}
+        result: dict[str, Any] = json.loads(done.stdout)
+        return result
+
+    def state(self) -> dict[str, Any]:
+        path = self.var / "stack.json"
+        return json.loads(path.read_text()) if path.exists() else {}
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[Stack]:
+    s = Stack(tmp_path)
+    try:
+        yield s
+    finally:
+        if s.proc is not None and s.proc.poll() is None:
+            leftovers = descendants(s.proc.pid)
+            s.proc.kill()
+            s.proc.wait()
+            for pid in leftovers:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def all_healthy(stack: Stack) -> bool:
+    services = stack.state().get("services", {})
+    if set(services) != SERVICES:
+        return False
+    for s in services.values():
+        try:
+            if httpx.get(f"{s['url']}/healthz", timeout=1).status_code != 200:
+                return False
+        except httpx.HTTPError:
+            return False
+    return True
+
+
+async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> None:
+    supervisor = stack.up()
+    await eventually(lambda: all_healthy(stack), timeout=30, message="six healthy services")
+
+    status = stack.status()
+    assert set(status["services"]) == SERVICES
+    assert all(s["healthy"] for s in status["services"].values()), status
+    assert status["nats_url"].startswith("nats://127.0.0.1:")
+    creds_path = Path(status["credentials"])
+    assert stat.S_IMODE(creds_path.stat().st_mode) == 0o600
+    creds = json.loads(creds_path.read_text())
+    assert creds["webhook_secrets"]["helpdesk"].startswith("whsec_")
+    assert creds["reviewer_token"] and creds["viewer_token"]
+    for s in status["services"].values():
+        assert httpx.get(f"{s['url']}/readyz", timeout=2).status_code == 200
+
+    seen = descendants(supervisor.pid)
+    router_pid = status["services"]["router"]["pid"]
+    os.kill(router_pid, signal.SIGKILL)
+
+    def router_back() -> bool:
+        now = stack.status().get("services", {}).get("router", {})
+        return bool(now.get("healthy")) and now.get("pid") not in (None, router_pid)
+
+    await eventually(router_back, timeout=30, message="the router restarted and healthy")
+    seen |= descendants(supervisor.pid)
+
+    supervisor.send_signal(signal.SIGINT)
+    assert supervisor.wait(timeout=60) == 0
+    left = sorted(pid for pid in seen if alive(pid))
+    assert left == [], f"processes left behind: {left}"
+    assert not (stack.var / "stack.json").exists()
+    assert stack.status() == {}

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+
+from shared.logging import JsonFormatter, bound, redact
+
+
+@pytest.fixture
+def capture() -> tuple[logging.Logger, io.StringIO]:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter("router"))
+    logger = logging.getLogger("test.redaction")
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    return logger, stream
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "jane.doe@example.com",
+        "+1 (415) 555-0134",
+        "+49 30 1234 5678",
+        "415-555-0134",
+        "13812345678",
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "sk-proj-abcdefghijklmnop",
+    ],
+)
+def test_personal_data_and_secrets_never_reach_the_log(
+    capture: tuple[logging.Logger, io.StringIO], secret: str
+) -> None:
+    logger, stream = capture
+    logger.info("customer wrote from %s", secret, extra={"detail": f"contact {secret}"})
+    assert secret not in stream.getvalue()
+
+
+def test_secret_looking_pairs_and_bearer_tokens_are_redacted() -> None:
+    text = redact(
+        'token=abc123 "api_key": "zzz" Authorization: Bearer eyJhbGciOi.x.y password=hunter2'
+    )
+    for value in ("abc123", "zzz", "eyJhbGciOi", "hunter2"):
+        assert value not in text
+
+
+def test_ordinary_numbers_stay_readable() -> None:
+    text = "seq 1234567 at 2026-11-29T07:59:47Z from 127.0.0.1:4222 took 0.125s, ts 1764403187"
+    assert redact(text) == text
+
+
+def test_records_carry_the_event_and_correlation_ids(
+    capture: tuple[logging.Logger, io.StringIO],
+) -> None:
+    logger, stream = capture
+    with bound("helpdesk:e1", "corr-7"):
+        logger.info("handled")
+    logger.info("outside")
+    first, second = (json.loads(line) for line in stream.getvalue().splitlines())
+    assert first["event_id"] == "helpdesk:e1"
+    assert first["correlation_id"] == "corr-7"
+    assert first["service"] == "router"
+    assert "event_id" not in second
