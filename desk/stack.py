@@ -19,12 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shared import logging as desk_logging
 from shared.bus import Bus
+from shared.errors import TransientError
 from shared.settings import SERVICE_SETTINGS, StackSettings
 from shared.streams import Topology, provision
 
 from . import credentials
-from .natsserver import NatsServer
+from .natsserver import NatsServer, NatsServerError
 from .process import alive, die_with_parent, free_port, port_free
 
 log = logging.getLogger("desk.stack")
@@ -269,8 +271,9 @@ class Stack:
 
 def run(settings: StackSettings) -> int:
     assert set(SERVICES) == set(SERVICE_SETTINGS)
+    desk_logging.configure("stack", settings.log_level, "text")
     try:
         return asyncio.run(Stack(settings).run())
-    except StackError as exc:
+    except (StackError, NatsServerError, TransientError) as exc:
         print(f"desk up: {exc}", file=sys.stderr)
         return 1

@@ -47,6 +47,7 @@ class Bus:
         self.js: JetStreamContext = nc.jetstream(timeout=publish_timeout)
         self.service = service
         self.publish_timeout = publish_timeout
+        self.closing = False
 
     @classmethod
     async def connect(
@@ -69,7 +70,7 @@ class Bus:
 
         async def on_disconnected() -> None:
             gauge.set(0)
-            if not nc_holder or not nc_holder[0].is_draining:
+            if not (holder and holder[0].closing):
                 log.warning("nats: disconnected")
 
         async def on_reconnected() -> None:
@@ -79,7 +80,7 @@ class Bus:
         async def on_closed() -> None:
             gauge.set(0)
 
-        nc_holder: list[Client] = []
+        holder: list[Bus] = []  # the callbacks need the Bus that does not exist yet
         options: dict[str, object] = {}
         if creds is not None:
             options["user_credentials"] = str(creds)
@@ -105,9 +106,10 @@ class Bus:
             raise TransientError(f"cannot connect to NATS: {exc.__class__.__name__}") from exc
         if reconnect:
             nc.options["max_reconnect_attempts"] = -1
-        nc_holder.append(nc)
         gauge.set(1)
-        return cls(nc, service, publish_timeout)
+        bus = cls(nc, service, publish_timeout)
+        holder.append(bus)
+        return bus
 
     @property
     def connected(self) -> bool:
@@ -169,6 +171,7 @@ class Bus:
         """Drain subscriptions and flush pending publishes, then close."""
         if self.nc.is_closed:
             return
+        self.closing = True
         try:
             await self.nc.drain()
         except (TimeoutError, nats_errors.Error, OSError) as exc:

@@ -16,7 +16,7 @@ from desk.natsserver import NatsServer
 from shared import subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
-from tests.helpers import eventually
+from tests.helpers import eventually, messages
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -140,3 +140,24 @@ async def test_sigterm_drains_in_flight_work_and_loses_nothing(bus: Bus, workers
     deliveries = workers.lines("deliveries")
     assert all(d[1] == "1" for d in deliveries), "nothing in flight was abandoned to ack-wait"
     assert len(deliveries) == 20
+
+
+async def test_a_worker_dying_on_the_last_allowed_attempt_still_ends_in_the_dlq(
+    bus: Bus, workers: Workers
+) -> None:
+    first = workers.start("--hang-first", "--max-deliver", "1")
+    await eventually(lambda: workers.lines("ready"), timeout=20, message="worker ready")
+    await publish_many(bus, 1)
+    await eventually(lambda: workers.lines("hanging"), message="the handler to be mid-way")
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    workers.start("--max-deliver", "1")
+
+    async def dead_lettered() -> bool:
+        return (await bus.js.stream_info(subjects.DLQ)).state.messages == 1
+
+    await eventually(dead_lettered, timeout=20, message="the dead letter")
+    [dead] = await messages(bus.js, subjects.DLQ)
+    assert dead.headers["Desk-Dlq-Reason"] == "retries_exhausted"
+    assert dead.headers["Desk-Original-Msg-Id"] == "job-0"
+    assert len(workers.lines("deliveries")) == 1, "the handler is not run past max deliveries"

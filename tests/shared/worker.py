@@ -36,7 +36,9 @@ def append(path: Path, line: str) -> None:
         os.close(fd)
 
 
-async def main(out: Path, hang_first: bool, delay: float, concurrency: int) -> None:
+async def main(
+    out: Path, hang_first: bool, delay: float, concurrency: int, max_deliver: int
+) -> None:
     pid = os.getpid()
     async with Service(WorkerSettings()) as svc:
         assert svc.bus is not None
@@ -61,6 +63,7 @@ async def main(out: Path, hang_first: bool, delay: float, concurrency: int) -> N
                 concurrency=concurrency,
                 batch=concurrency,
                 retry=RetryPolicy(initial=0.2),
+                max_deliver=max_deliver,
             )
         )
         append(out / "ready", str(pid))
@@ -73,5 +76,6 @@ if __name__ == "__main__":
     parser.add_argument("--hang-first", action="store_true")
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--max-deliver", type=int, default=5)
     args = parser.parse_args()
-    asyncio.run(main(args.out, args.hang_first, args.delay, args.concurrency))
+    asyncio.run(main(args.out, args.hang_first, args.delay, args.concurrency, args.max_deliver))
