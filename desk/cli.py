@@ -15,7 +15,13 @@ import importlib
 import json
 import sys
 
-from shared.settings import SERVICE_SETTINGS, DeskSettings, StackSettings
+from shared.settings import (
+    SERVICE_SETTINGS,
+    ConfigError,
+    DeskSettings,
+    ImapSettings,
+    StackSettings,
+)
 
 ALIASES = {name.replace("_", "-"): name for name in SERVICE_SETTINGS}
 
@@ -27,16 +33,67 @@ def _parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="show the running stack")
     status.add_argument("--json", action="store_true", help="machine-readable output")
     sub.add_parser("provision", help="create or update streams and buckets")
+    send = sub.add_parser("send-webhook", help="sign and send a sample event to ingress")
+    send.add_argument("--source", default="helpdesk")
+    send.add_argument("--type", default="ticket.created", dest="event_type")
+    send.add_argument("--ticket", default="T1012")
+    send.add_argument("--priority", default="normal")
+    send.add_argument("--id", dest="event_id", help="event id (default: a new one)")
+    send.add_argument("--repeat", type=int, default=1, help="send the same event N times")
+    send.add_argument("--scheme", choices=["standard", "stripe", "github"], default="standard")
+    send.add_argument("--url", help="ingress base URL (default: the running stack's)")
+    send.add_argument("--secret", help="signing secret (default: the stack's dev secret)")
     for name in SERVICE_SETTINGS:
-        sub.add_parser(name, aliases=[name.replace("_", "-")], help=f"run the {name} service")
+        service = sub.add_parser(
+            name, aliases=[name.replace("_", "-")], help=f"run the {name} service"
+        )
+        if name == "ingress":
+            service.add_argument("part", nargs="?", choices=["imap"], help="the IMAP poller")
     return parser
 
 
-def _run_service(name: str) -> int:
-    settings = SERVICE_SETTINGS[name]()
-    module = importlib.import_module(f"services.{name}.main")
-    asyncio.run(module.run(settings))
+def _run_service(name: str, part: str | None = None) -> int:
+    if part == "imap":
+        settings: DeskSettings = ImapSettings()
+        module = importlib.import_module("services.ingress.imap")
+    else:
+        settings = SERVICE_SETTINGS[name]()
+        module = importlib.import_module(f"services.{name}.main")
+    try:
+        asyncio.run(module.run(settings))
+    except ConfigError as exc:
+        print(f"desk {name}: {exc}", file=sys.stderr)
+        return 2
     return 0
+
+
+def _send_webhook(args: argparse.Namespace) -> int:
+    from .webhook import SendError, defaults, sample_event, send
+
+    url, secret = defaults(DeskSettings().var_dir.resolve(), args.source)
+    url, secret = args.url or url, args.secret or secret
+    if not url or not secret:
+        print(
+            "desk send-webhook: no running stack found; pass --url and --secret",
+            file=sys.stderr,
+        )
+        return 2
+    event = sample_event(args.event_type, args.ticket, args.priority, args.event_id)
+    try:
+        answers = send(
+            url=url,
+            source=args.source,
+            secret=secret,
+            scheme=args.scheme,
+            event=event,
+            repeat=max(1, args.repeat),
+        )
+    except SendError as exc:
+        print(f"desk send-webhook: {exc}", file=sys.stderr)
+        return 1
+    for status, body in answers:
+        print(status, body)
+    return 0 if all(status == 202 for status, _ in answers) else 1
 
 
 def _status(as_json: bool) -> int:
@@ -90,4 +147,6 @@ def main(argv: list[str] | None = None) -> int:
         return _status(args.json)
     if command == "provision":
         return _provision()
-    return _run_service(command)
+    if command == "send-webhook":
+        return _send_webhook(args)
+    return _run_service(command, getattr(args, "part", None))

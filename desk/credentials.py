@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 FILENAME = "dev-credentials.json"
-DEMO_SOURCES = ("helpdesk",)
+DEMO_SOURCES = ("helpdesk", "email")
 
 
 def _webhook_secret() -> str:

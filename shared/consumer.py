@@ -57,6 +57,7 @@ class Delivery(Generic[T]):
     attempt: int
     stream_seq: int
     data: bytes
+    stored_at: dt.datetime
 
 
 Handler = Callable[[Delivery[Any]], Awaitable[None]]
@@ -205,6 +206,7 @@ class ConsumerRuntime:
                 attempt=attempt,
                 stream_seq=meta.sequence.stream,
                 data=msg.data,
+                stored_at=meta.timestamp,
             )
             await self._run_handler(msg, delivery)
 

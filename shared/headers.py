@@ -5,6 +5,13 @@ from __future__ import annotations
 MSG_ID = "Nats-Msg-Id"
 CORRELATION_ID = "Desk-Correlation-Id"
 
+# Written by ingress (and the reconciler) on every stored event.
+SOURCE = "Desk-Source"
+EVENT_ID = "Desk-Event-Id"
+EVENT_TYPE = "Desk-Event-Type"
+RECEIVED_AT = "Desk-Received-At"
+OWN_PREFIX = "Desk-"  # never accepted from outside
+
 # Written on every dead letter, next to the original message's own headers.
 DLQ_SERVICE = "Desk-Dlq-Service"
 DLQ_CONSUMER = "Desk-Dlq-Consumer"

@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import uvicorn
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -19,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 ReadyCheck = Callable[[], Awaitable[dict[str, bool]]]
+ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
 
 
 def health_routes(ready: ReadyCheck) -> list[BaseRoute]:
@@ -87,5 +89,11 @@ class HttpServer:
         self._socket.close()
 
 
-def make_app(routes: Sequence[BaseRoute], ready: ReadyCheck) -> Starlette:
-    return Starlette(routes=[*health_routes(ready), *routes])
+def make_app(
+    routes: Sequence[BaseRoute],
+    ready: ReadyCheck,
+    exception_handlers: Mapping[Any, ExceptionHandler] | None = None,
+) -> Starlette:
+    return Starlette(
+        routes=[*health_routes(ready), *routes], exception_handlers=dict(exception_handlers or {})
+    )

@@ -16,8 +16,9 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
+from typing import Any
 
 from starlette.routing import BaseRoute
 
@@ -25,7 +26,7 @@ from . import logging as desk_logging
 from .bus import Bus
 from .consumer import Consumer, ConsumerRuntime
 from .errors import TransientError
-from .http import HttpServer, make_app
+from .http import ExceptionHandler, HttpServer, make_app
 from .settings import DeskSettings
 from .streams import Topology, missing_streams, provision
 
@@ -38,13 +39,17 @@ class Service:
         settings: DeskSettings,
         *,
         routes: Sequence[BaseRoute] = (),
+        exception_handlers: Mapping[Any, ExceptionHandler] | None = None,
+        state: Mapping[str, Any] | None = None,
     ) -> None:
         self.settings = settings
         self.name = settings.service
         self.bus: Bus | None = None
         self.runtimes: list[ConsumerRuntime] = []
-        self.app = make_app(routes, self.ready_checks)
-        self.app.state.service = self
+        self.app = make_app(routes, self.ready_checks, exception_handlers)
+        self.app.state.service = self  # routes reach the bus as request.app.state.service.bus
+        for key, value in (state or {}).items():
+            setattr(self.app.state, key, value)
         self.http = HttpServer(self.app, settings.http_host, settings.http_port)
         self._stop = asyncio.Event()
         self._draining = False

@@ -5,11 +5,34 @@ Only a service's `main.py` (and the `desk` CLI) build settings; library code tak
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ConfigError(ValueError):
+    """Configuration a service cannot start with; the message says what and where."""
+
+
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """A TOML configuration file, or a `ConfigError` that names it."""
+    try:
+        return tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{what} {path}: {exc}") from None
+
+
+def first_error(exc: ValidationError, default: str) -> str:
+    """`<where>: <what>` for the first validation error; never the input (it may be secret)."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or default
+    return f"{where}: {first['msg']}"
+
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 SyncMode = Literal["always", "relaxed"]
@@ -48,10 +71,36 @@ class DeskSettings(BaseSettings):
 class IngressSettings(DeskSettings):
     service: ClassVar[str] = "ingress"
     http_port: int = 8000
+    sources_file: Path | None = Field(
+        default=None, description="TOML file of webhook sources (see README)"
+    )
+    sources: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="sources as JSON, e.g. DESK_SOURCES='{\"x\": {...}}'"
+    )
+    max_body: int = Field(default=256 * 1024, gt=0, description="bytes")
+    retry_after: int = Field(default=5, ge=1, description="seconds, sent with a 503")
+
+
+class ImapSettings(IngressSettings):
+    """`desk ingress imap`: turn unseen mails into `email.received` events."""
+
+    service: ClassVar[str] = "ingress_imap"
+    http_port: int = 0
+    imap_host: str = "127.0.0.1"
+    imap_port: int = 993
+    imap_ssl: bool = True
+    imap_user: str = ""
+    imap_password: SecretStr = SecretStr("")
+    imap_mailbox: str = "INBOX"
+    imap_source: str = "email"
+    imap_interval: float = Field(default=30.0, gt=0, description="seconds between polls")
 
 
 class RouterSettings(DeskSettings):
     service: ClassVar[str] = "router"
+    rules_file: Path | None = Field(
+        default=None, description="TOML routing rules; the demo rules when unset"
+    )
 
 
 class DrafterSettings(DeskSettings):

@@ -66,3 +66,12 @@ def dlq(service: str) -> str:
 
 ALL_DLQ = "dlq.>"
 ALL_RESULTS = "results.>"
+
+
+def parse_event(subject: str) -> tuple[str, str]:
+    """`events.<source>.<type…>` back to (source, type)."""
+    prefix, _, rest = subject.partition(".")
+    source, _, event_type = rest.partition(".")
+    if prefix != "events" or not source or not event_type:
+        raise SubjectError(f"not an event subject: {subject!r}")
+    return source, event_type

@@ -10,6 +10,9 @@ import pytest
 from desk.natsserver import NatsServer
 from shared.bus import Bus
 from shared.streams import Topology, provision
+from tests.imapserver import imap_server
+
+__all__ = ["bus", "imap_server", "nats_server"]
 
 
 @pytest.fixture

@@ -32,6 +32,8 @@ async def eventually(
 
 async def messages(js: JetStreamContext, stream: str) -> list[RawStreamMsg]:
     info = await js.stream_info(stream)
+    if info.state.messages == 0:
+        return []
     found = []
     for seq in range(info.state.first_seq, info.state.last_seq + 1):
         try:

@@ -15,7 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.helpers import eventually
+from shared import subjects
+from shared.bus import Bus
+from shared.envelope import Envelope
+from tests.helpers import eventually, messages
 
 SERVICES = {"ingress", "router", "drafter", "inbox_api", "sender", "reconciler"}
 
@@ -134,6 +137,31 @@ async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> No
     assert creds["reviewer_token"] and creds["viewer_token"]
     for s in status["services"].values():
         assert httpx.get(f"{s['url']}/readyz", timeout=2).status_code == 200
+
+    # A signed webhook travels ingress -> EVENTS -> router -> work.drafter.*
+    sent = subprocess.run(
+        [sys.executable, "-m", "desk", "send-webhook", "--ticket", "T1012", "--repeat", "2"],
+        cwd=stack.root,
+        env=stack.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert sent.returncode == 0, sent.stderr
+    answers = [json.loads(line.split(" ", 1)[1]) for line in sent.stdout.splitlines()]
+    assert [a["duplicate"] for a in answers] == [False, True]
+    bus = await Bus.connect(status["nats_url"], service="test")
+    try:
+
+        async def drafted() -> bool:
+            work = await messages(bus.js, subjects.WORK)
+            return [m.subject for m in work] == ["work.drafter.ticket.created"]
+
+        await eventually(drafted, timeout=20, message="the event on work.drafter")
+        [item] = await messages(bus.js, subjects.WORK)
+        assert Envelope.model_validate_json(item.data).data["data"]["ticket_id"] == "T1012"
+    finally:
+        await bus.close()
 
     seen = descendants(supervisor.pid)
     router_pid = status["services"]["router"]["pid"]

@@ -1,0 +1,27 @@
+"""Ingress metrics. `source` labels only ever carry configured source names (or "unknown")."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+REQUESTS = Counter(
+    "desk_ingress_requests_total", "Webhook requests by source and outcome.", ["source", "outcome"]
+)
+SIGNATURE_FAILURES = Counter(
+    "desk_ingress_signature_failures_total",
+    "Requests refused for their signature, by reason.",
+    ["source", "reason"],
+)
+DUPLICATES = Counter(
+    "desk_ingress_duplicates_total", "Events the broker had already stored.", ["source"]
+)
+PUBLISH_SECONDS = Histogram(
+    "desk_ingress_publish_seconds",
+    "Time from publish to PubAck.",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+)
+BODY_BYTES = Histogram(
+    "desk_ingress_body_bytes",
+    "Size of accepted request bodies.",
+    buckets=(256, 1024, 4096, 16384, 65536, 262144, 1048576),
+)

@@ -1,0 +1,81 @@
+"""A real ingress process (uvicorn on a free port) publishing to a real nats-server."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from desk.natsserver import NatsServer
+from shared.signatures import standard_sign
+from tests.services_running import ServiceProcess
+
+SECRET = "whsec_" + base64.b64encode(b"current-helpdesk-secret-32bytes!").decode()
+OLD_SECRET = "whsec_" + base64.b64encode(b"previous-helpdesk-secret-rotated").decode()
+STRIPE_SECRET = "whsec_billing_secret"
+GITHUB_SECRET = "github-secret"
+BASIC = "inbound:mail-relay-password"
+
+SOURCES: dict[str, dict[str, Any]] = {
+    "helpdesk": {"scheme": "standard", "secrets": ["env:TEST_HELPDESK_SECRET", OLD_SECRET]},
+    "billing": {"scheme": "stripe", "secrets": [STRIPE_SECRET]},
+    "github": {"scheme": "github", "secrets": [GITHUB_SECRET], "id_path": None, "type_path": None},
+    "email": {
+        "scheme": "basic",
+        "secrets": [BASIC],
+        "id_path": "MessageID",
+        "type_path": None,
+        "type_value": "email.received",
+    },
+}
+
+
+def ingress_env(nats_url: str) -> dict[str, str]:
+    return {
+        "DESK_NATS_URL": nats_url,
+        "DESK_SOURCES": json.dumps(SOURCES),
+        "TEST_HELPDESK_SECRET": SECRET,
+    }
+
+
+def signed(
+    body: bytes | dict[str, Any],
+    *,
+    secret: str = SECRET,
+    msg_id: str = "evt_1",
+    stamp: int | None = None,
+) -> tuple[bytes, dict[str, str]]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    stamp = int(time.time()) if stamp is None else stamp
+    return data, {
+        "content-type": "application/json",
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(stamp),
+        "webhook-signature": standard_sign(secret, msg_id, stamp, data),
+    }
+
+
+@pytest.fixture(scope="module")
+def module_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
+    root = tmp_path_factory.mktemp("nats")
+    server = NatsServer(root / "store", sync_always=False, log_file=root / "nats.log")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+@pytest.fixture(scope="module")
+def ingress(module_nats: NatsServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    log: Path = tmp_path_factory.mktemp("ingress") / "ingress.log"
+    service = ServiceProcess(["ingress"], ingress_env(module_nats.url), log).start()
+    try:
+        yield service.url
+    finally:
+        service.stop()

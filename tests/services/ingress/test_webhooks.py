@@ -1,0 +1,241 @@
+"""`POST /webhooks/{source}` against a real ingress and a real nats-server."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from desk.natsserver import NatsServer
+from shared import subjects
+from shared.bus import Bus
+from shared.signatures import github_sign, stripe_sign
+from tests.helpers import messages
+
+from .conftest import BASIC, GITHUB_SECRET, OLD_SECRET, STRIPE_SECRET, signed
+
+
+@pytest.fixture
+async def events(module_nats: NatsServer) -> AsyncIterator[Bus]:
+    bus = await Bus.connect(module_nats.url, service="test")
+    try:
+        yield bus
+    finally:
+        await bus.close()
+
+
+async def stored(bus: Bus) -> list[Any]:
+    return await messages(bus.js, subjects.EVENTS)
+
+
+def new_id() -> str:
+    return f"evt_{uuid.uuid4().hex[:12]}"
+
+
+def ticket(event_id: str, **extra: Any) -> dict[str, Any]:
+    return {"id": event_id, "type": "ticket.created", "data": {"ticket_id": "T1012", **extra}}
+
+
+async def test_a_signed_event_is_stored_raw_with_its_headers(ingress: str, events: Bus) -> None:
+    event_id = new_id()
+    body, headers = signed(json.dumps(ticket(event_id), indent=1).encode(), msg_id=event_id)
+    headers.update({"Authorization": "Bearer keep-out", "X-Request-Id": "r-1"})
+    async with httpx.AsyncClient(base_url=ingress) as client:
+        answer = await client.post("/webhooks/helpdesk", content=body, headers=headers)
+
+    assert answer.status_code == 202
+    assert answer.json() == {"accepted": True, "duplicate": False, "id": event_id}
+    [message] = [m for m in await stored(events) if m.headers["Desk-Event-Id"] == event_id]
+    assert message.subject == "events.helpdesk.ticket.created"
+    assert message.data == body  # byte for byte: the signature can be checked again later
+    assert message.headers["Nats-Msg-Id"] == f"helpdesk:{event_id}"
+    assert message.headers["webhook-signature"] == headers["webhook-signature"]
+    assert message.headers["x-request-id"] == "r-1"
+    assert "authorization" not in {k.lower() for k in message.headers}
+
+
+async def test_the_same_event_five_times_is_stored_once(ingress: str, events: Bus) -> None:
+    event_id = new_id()
+    answers = []
+    async with httpx.AsyncClient(base_url=ingress) as client:
+        for _ in range(5):
+            body, headers = signed(ticket(event_id), msg_id=event_id)
+            answers.append(await client.post("/webhooks/helpdesk", content=body, headers=headers))
+    assert [a.status_code for a in answers] == [202] * 5
+    assert [a.json()["duplicate"] for a in answers] == [False, True, True, True, True]
+    assert len([m for m in await stored(events) if m.headers["Desk-Event-Id"] == event_id]) == 1
+
+
+async def test_a_signature_made_with_the_rotated_previous_secret_is_accepted(ingress: str) -> None:
+    event_id = new_id()
+    body, headers = signed(ticket(event_id), msg_id=event_id, secret=OLD_SECRET)
+    answer = httpx.post(f"{ingress}/webhooks/helpdesk", content=body, headers=headers)
+    assert answer.status_code == 202
+
+
+def _bad(status: int, answer: httpx.Response) -> None:
+    assert answer.status_code == status, answer.text
+    assert "error" in answer.json()
+
+
+async def test_refusals_answer_the_right_status_and_publish_nothing(
+    ingress: str, events: Bus
+) -> None:
+    before = len(await stored(events))
+    url = f"{ingress}/webhooks/helpdesk"
+    good_body, good_headers = signed(ticket("evt_refused"), msg_id="evt_refused")
+
+    # 401: forged, missing, or signed with a secret we do not have
+    forged = {**good_headers, "webhook-signature": "v1," + base64.b64encode(b"x" * 32).decode()}
+    _bad(401, httpx.post(url, content=good_body, headers=forged))
+    unsigned = {"content-type": "application/json"}
+    _bad(401, httpx.post(url, content=good_body, headers=unsigned))
+    _, stranger = signed(ticket("evt_refused"), msg_id="evt_refused", secret="whsec_c3RyYW5nZXI=")
+    _bad(401, httpx.post(url, content=good_body, headers=stranger))
+    tampered = good_body.replace(b"T1012", b"T1013")
+    _bad(401, httpx.post(url, content=tampered, headers=good_headers))
+
+    # 400: a replay outside the window, a clock far ahead, bad JSON, no id, no type
+    replay = signed(ticket("evt_old"), msg_id="evt_old", stamp=int(time.time()) - 301)
+    _bad(400, httpx.post(url, content=replay[0], headers=replay[1]))
+    future = signed(ticket("evt_new"), msg_id="evt_new", stamp=int(time.time()) + 301)
+    _bad(400, httpx.post(url, content=future[0], headers=future[1]))
+    not_json = signed(b"{not json", msg_id="evt_x")
+    _bad(400, httpx.post(url, content=not_json[0], headers=not_json[1]))
+    no_type = signed({"id": "evt_nt", "data": {}}, msg_id="evt_nt")
+    _bad(400, httpx.post(url, content=no_type[0], headers=no_type[1]))
+    bad_type = signed({"id": "evt_bt", "type": "ticket created!"}, msg_id="evt_bt")
+    _bad(400, httpx.post(url, content=bad_type[0], headers=bad_type[1]))
+    stamp = int(time.time())
+    no_id = {"type": "invoice.paid"}
+    no_id_body = json.dumps(no_id).encode()
+    stripe_headers = {
+        "content-type": "application/json",
+        "Stripe-Signature": stripe_sign(STRIPE_SECRET, stamp, no_id_body),
+    }
+    _bad(400, httpx.post(f"{ingress}/webhooks/billing", content=no_id_body, headers=stripe_headers))
+
+    # 413: over 256 KiB, declared or streamed without a length
+    big = signed({"id": "evt_big", "type": "t", "pad": "x" * 300_000}, msg_id="evt_big")
+    _bad(413, httpx.post(url, content=big[0], headers=big[1]))
+
+    def chunks() -> Any:
+        for _ in range(400):
+            yield b"x" * 1024
+
+    _bad(413, httpx.post(url, content=chunks(), headers={"content-type": "application/json"}))
+
+    # 415 and 404
+    _bad(
+        415,
+        httpx.post(url, content=good_body, headers={**good_headers, "content-type": "text/plain"}),
+    )
+    _bad(
+        404, httpx.post(f"{ingress}/webhooks/nosuchsource", content=good_body, headers=good_headers)
+    )
+
+    assert len(await stored(events)) == before
+
+
+async def test_stripe_style_source(ingress: str, events: Bus) -> None:
+    event_id = new_id()
+    body = json.dumps({"id": event_id, "type": "invoice.paid", "data": {}}).encode()
+    headers = {
+        "content-type": "application/json; charset=utf-8",
+        "Stripe-Signature": stripe_sign(STRIPE_SECRET, int(time.time()), body),
+    }
+    answer = httpx.post(f"{ingress}/webhooks/billing", content=body, headers=headers)
+    assert answer.status_code == 202, answer.text
+    [message] = [m for m in await stored(events) if m.headers["Desk-Event-Id"] == event_id]
+    assert message.subject == "events.billing.invoice.paid"
+
+
+async def test_github_style_source_takes_id_and_type_from_headers(
+    ingress: str, events: Bus
+) -> None:
+    delivery = str(uuid.uuid4())
+    body = b'{"action": "opened", "issue": {"number": 7}}'
+    headers = {
+        "content-type": "application/json",
+        "X-Hub-Signature-256": github_sign(GITHUB_SECRET, body),
+        "X-GitHub-Delivery": delivery,
+        "X-GitHub-Event": "issues",
+    }
+    answer = httpx.post(f"{ingress}/webhooks/github", content=body, headers=headers)
+    assert answer.status_code == 202, answer.text
+    assert answer.json()["id"] == delivery
+    [message] = [m for m in await stored(events) if m.headers["Desk-Event-Id"] == delivery]
+    assert message.subject == "events.github.issues"
+    assert message.headers["Nats-Msg-Id"] == f"github:{delivery}"
+
+
+async def test_inbound_email_webhook_becomes_an_email_received_event(
+    ingress: str, events: Bus
+) -> None:
+    message_id = f"<{uuid.uuid4().hex}@mail.example.com>"
+    body = json.dumps(
+        {
+            "From": "Jane <jane@example.com>",
+            "Subject": "Refund?",
+            "TextBody": "I was charged twice.",
+            "MessageID": message_id,
+        }
+    ).encode()
+    auth = "Basic " + base64.b64encode(BASIC.encode()).decode()
+    headers = {"content-type": "application/json", "Authorization": auth}
+    answer = httpx.post(f"{ingress}/webhooks/email", content=body, headers=headers)
+    assert answer.status_code == 202, answer.text
+    [message] = [m for m in await stored(events) if m.headers["Desk-Event-Id"] == message_id]
+    assert message.subject == "events.email.email.received"
+    assert message.headers["Nats-Msg-Id"] == f"email:{message_id}"
+    assert "authorization" not in {k.lower() for k in message.headers}
+    wrong = {**headers, "Authorization": "Basic " + base64.b64encode(b"inbound:no").decode()}
+    assert httpx.post(f"{ingress}/webhooks/email", content=body, headers=wrong).status_code == 401
+
+
+async def test_clients_cannot_set_broker_or_desk_headers(ingress: str, events: Bus) -> None:
+    event_id = new_id()
+    body, headers = signed(ticket(event_id), msg_id=event_id)
+    headers.update({"Nats-Msg-Id": "forged", "Nats-Expected-Stream": "DLQ", "Desk-Source": "x"})
+    answer = httpx.post(f"{ingress}/webhooks/helpdesk", content=body, headers=headers)
+    assert answer.status_code == 202
+    [message] = [m for m in await stored(events) if m.headers["Desk-Event-Id"] == event_id]
+    assert message.headers["Nats-Msg-Id"] == f"helpdesk:{event_id}"
+    assert message.headers["Desk-Source"] == "helpdesk"
+
+
+async def test_many_requests_in_flight_each_get_their_own_pub_ack(
+    ingress: str, events: Bus
+) -> None:
+    ids = [new_id() for _ in range(50)]
+    async with httpx.AsyncClient(base_url=ingress, timeout=30) as client:
+
+        async def post(event_id: str) -> httpx.Response:
+            body, headers = signed(ticket(event_id), msg_id=event_id)
+            return await client.post("/webhooks/helpdesk", content=body, headers=headers)
+
+        answers = await asyncio.gather(*(post(i) for i in ids))
+    assert [a.status_code for a in answers] == [202] * 50
+    assert {a.json()["id"] for a in answers} == set(ids)
+    have = {m.headers["Desk-Event-Id"] for m in await stored(events)}
+    assert set(ids) <= have
+
+
+async def test_metrics_count_outcomes_and_signature_failures(ingress: str) -> None:
+    body, headers = signed(ticket("evt_m"), msg_id="evt_m")
+    httpx.post(
+        f"{ingress}/webhooks/helpdesk",
+        content=body,
+        headers={**headers, "webhook-signature": "v1,AAAA"},
+    )
+    text = httpx.get(f"{ingress}/metrics").text
+    assert 'desk_ingress_signature_failures_total{reason="mismatch",source="helpdesk"}' in text
+    assert 'desk_ingress_requests_total{outcome="202",source="helpdesk"}' in text
+    assert "desk_ingress_publish_seconds_bucket" in text

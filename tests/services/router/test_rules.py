@@ -1,0 +1,77 @@
+"""Routing rules as pure data: matching, fan-out order, and errors that name the rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.router.rules import Rules
+from shared.settings import ConfigError
+
+
+def test_the_demo_rules_route_tickets_and_mail_to_the_drafter_and_urgent_also_to_notify() -> None:
+    rules = Rules.load(None)
+    assert rules.targets("helpdesk", "ticket.created", {"data": {}}) == ["drafter"]
+    assert rules.targets("reconciler", "ticket.stale", {}) == ["drafter"]
+    assert rules.targets("email", "email.received", {"From": "x"}) == ["drafter"]
+    urgent = {"data": {"priority": "urgent"}}
+    assert rules.targets("helpdesk", "ticket.created", urgent) == ["drafter", "notify"]
+    assert rules.targets("helpdesk", "ticket.updated", urgent) == ["notify"]
+    assert rules.targets("helpdesk", "ticket.updated", {"data": {"priority": "low"}}) == []
+
+
+def test_globs_sources_and_predicates() -> None:
+    rules = Rules.parse(
+        {
+            "rules": [
+                {"types": ["invoice.*"], "sources": ["billing"], "targets": ["sender"]},
+                {
+                    "types": ["*"],
+                    "targets": ["audit", "sender"],
+                    "when": [
+                        {"path": "data.amount", "exists": True},
+                        {"path": "$.data.currency", "in": ["EUR", "USD"]},
+                    ],
+                },
+            ]
+        }
+    )
+    paid = {"data": {"amount": 0, "currency": "EUR"}}
+    assert rules.targets("billing", "invoice.paid", paid) == ["sender", "audit"]
+    assert rules.targets("shop", "invoice.paid", paid) == ["audit", "sender"]
+    assert rules.targets("billing", "invoice.paid", {"data": {"currency": "GBP"}}) == ["sender"]
+    assert rules.targets("shop", "order.paid", {"data": {"currency": "EUR"}}) == []
+    assert rules.targets("shop", "order.paid", "not an object") == []
+
+
+@pytest.mark.parametrize(
+    ("document", "fragment"),
+    [
+        ({"rules": []}, "at least one"),
+        ({"rules": [{"name": "no targets", "types": ["*"]}]}, "rule 1 ('no targets'): targets"),
+        (
+            {"rules": [{"types": ["*"], "targets": ["a"]}, {"types": ["*"], "targets": ["a b"]}]},
+            "rule 2: targets",
+        ),
+        (
+            {
+                "rules": [
+                    {
+                        "name": "two tests",
+                        "types": ["*"],
+                        "targets": ["a"],
+                        "when": [{"path": "x", "equals": 1, "exists": True}],
+                    }
+                ]
+            },
+            "rule 1 ('two tests'): when.0",
+        ),
+        ({"rules": [{"types": ["*"], "targets": ["a"], "typo": 1}]}, "rule 1: typo"),
+        ({"rules": [{"types": ["*"], "targets": ["a.b"]}]}, "single subject token"),
+    ],
+)
+def test_a_bad_rule_is_refused_with_a_message_naming_it(
+    document: dict[str, object], fragment: str
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        Rules.parse(document, origin="rules.toml")
+    assert fragment in str(refused.value)

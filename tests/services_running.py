@@ -1,0 +1,76 @@
+"""Run a real service process (`python -m desk <service>`) for a test, on a free port."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from desk.process import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class ServiceProcess:
+    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
+        self.args = args
+        self.port = free_port()
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
+        self.env.update(env)
+        self.env.update({"DESK_HTTP_PORT": str(self.port), "DESK_LOG_LEVEL": "INFO"})
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, ready: bool = True, timeout: float = 20.0) -> ServiceProcess:
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "desk", *self.args],
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        self.wait("/readyz" if ready else "/healthz", timeout)
+        return self
+
+    def wait(self, path: str, timeout: float) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"{self.args} exited {self.proc.returncode}: {self.tail()}")
+            try:
+                if httpx.get(self.url + path, timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError(f"{self.args} not answering {path}: {self.tail()}")
+
+    def tail(self) -> str:
+        return self.log.read_text()[-3000:] if self.log.exists() else ""
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
