@@ -43,6 +43,13 @@ def _parser() -> argparse.ArgumentParser:
     send.add_argument("--scheme", choices=["standard", "stripe", "github"], default="standard")
     send.add_argument("--url", help="ingress base URL (default: the running stack's)")
     send.add_argument("--secret", help="signing secret (default: the stack's dev secret)")
+    helpdesk = sub.add_parser("helpdesk", help="the demo helpdesk (source system)")
+    helpdesk_sub = helpdesk.add_subparsers(dest="helpdesk_command", required=True)
+    create = helpdesk_sub.add_parser("create", help="add a ticket without sending a webhook")
+    create.add_argument("--customer", required=True, help="customer id (C007) or e-mail")
+    create.add_argument("--subject", required=True)
+    create.add_argument("--body", required=True)
+    create.add_argument("--priority", default="normal", choices=["low", "normal", "high", "urgent"])
     for name in SERVICE_SETTINGS:
         service = sub.add_parser(
             name, aliases=[name.replace("_", "-")], help=f"run the {name} service"
@@ -64,6 +71,27 @@ def _run_service(name: str, part: str | None = None) -> int:
     except ConfigError as exc:
         print(f"desk {name}: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _helpdesk_create(args: argparse.Namespace) -> int:
+    from shared.errors import TransientError
+    from shared.settings import HelpdeskSettings
+
+    from .helpdesk import create
+
+    settings = HelpdeskSettings()
+    if settings.helpdesk_kind != "sql":
+        print("desk helpdesk: only the demo (sql) helpdesk can be written to", file=sys.stderr)
+        return 2
+    try:
+        ticket = create(
+            settings.helpdesk_location(), args.customer, args.subject, args.body, args.priority
+        )
+    except (ValueError, TransientError) as exc:
+        print(f"desk helpdesk create: {exc}", file=sys.stderr)
+        return 1
+    print(f"{ticket.id} created for {ticket.customer.name} (no webhook sent)")
     return 0
 
 
@@ -149,4 +177,6 @@ def main(argv: list[str] | None = None) -> int:
         return _provision()
     if command == "send-webhook":
         return _send_webhook(args)
+    if command == "helpdesk":
+        return _helpdesk_create(args)
     return _run_service(command, getattr(args, "part", None))

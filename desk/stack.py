@@ -26,6 +26,7 @@ from shared.settings import SERVICE_SETTINGS, StackSettings
 from shared.streams import Topology, provision
 
 from . import credentials
+from .helpdesk import ensure_demo
 from .natsserver import NatsServer, NatsServerError
 from .process import alive, die_with_parent, free_port, port_free
 
@@ -77,6 +78,8 @@ class Stack:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self._stop.set)
+        if self.settings.helpdesk_kind == "sql" and ensure_demo(self.settings.helpdesk_location()):
+            print("demo helpdesk created with 41 tickets", file=sys.stderr)
         try:
             self._start_nats()
             await self._provision()

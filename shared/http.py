@@ -55,8 +55,12 @@ class HttpServer:
     def __init__(self, app: Starlette, host: str, port: int) -> None:
         self.app = app
         self.host = host
+        # IPPROTO_TCP (not 0) so asyncio sets TCP_NODELAY on accepted connections; without it
+        # keep-alive requests stall ~40 ms on delayed ACKs.
         self._socket = socket.socket(
-            socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM
+            socket.AF_INET6 if ":" in host else socket.AF_INET,
+            socket.SOCK_STREAM,
+            socket.IPPROTO_TCP,
         )
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((host, port))

@@ -6,7 +6,12 @@ across processes and replicas, exactly one caller wins a key.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import math
 import re
+import time
+from collections.abc import AsyncIterator
 
 import nats.errors as nats_errors
 import nats.js.errors as js_errors
@@ -29,13 +34,15 @@ def ledger_key(key: str) -> str:
 
 
 class Ledger:
-    def __init__(self, kv: KeyValue, service: str) -> None:
+    def __init__(self, js: JetStreamContext, kv: KeyValue, bucket: str, service: str) -> None:
+        self.js = js
         self.kv = kv
+        self.bucket = bucket
         self.service = service
 
     @classmethod
     async def open(cls, js: JetStreamContext, service: str, bucket: str = LEDGER_BUCKET) -> Ledger:
-        return cls(await js.key_value(bucket), service)
+        return cls(js, await js.key_value(bucket), bucket, service)
 
     async def claim(self, key: str, value: bytes = b"") -> bool:
         """True for the first caller ever to claim `key`; False if it was claimed before."""
@@ -60,6 +67,56 @@ class Ledger:
 
     async def seen(self, key: str) -> bool:
         return await self.get(key) is not None
+
+    @contextlib.asynccontextmanager
+    async def lease(self, key: str, *, ttl: float, wait: float) -> AsyncIterator[None]:
+        """Hold `key` exclusively (across processes) for the block.
+
+        Waits up to `wait` seconds for another holder. The lease is renewed while the block
+        runs and expires `ttl` seconds (at least 1) after its last renewal, so a holder that
+        dies blocks the key for at most `ttl`.
+        """
+        name = ledger_key(f"lease:{key}")
+        seconds = max(1, math.ceil(ttl))
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                revision = await self.kv.create(name, b"", msg_ttl=seconds)
+                break
+            except js_errors.KeyNotFoundError:
+                continue  # it expired between nats-py's create and its re-check: try again now
+            except js_errors.KeyWrongLastSequenceError:
+                if time.monotonic() > deadline:
+                    raise TransientError(f"{key} is busy", retry_after=1.0) from None
+                await asyncio.sleep(0.05)
+            except _FAILURES as exc:
+                raise TransientError("ledger unavailable") from exc
+        renewal = asyncio.create_task(self._renew(name, revision, seconds))
+        try:
+            yield
+        finally:
+            renewal.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewal
+            with contextlib.suppress(*_FAILURES, js_errors.KeyValueError):
+                await self.kv.delete(name)
+
+    async def _renew(self, name: str, revision: int, seconds: int) -> None:
+        """Rewrite the lease with a fresh TTL, only if it is still ours (compare-and-set)."""
+        while True:
+            await asyncio.sleep(seconds / 3)
+            try:
+                ack = await self.js.publish(
+                    f"$KV.{self.bucket}.{name}",
+                    b"",
+                    headers={
+                        "Nats-Expected-Last-Subject-Sequence": str(revision),
+                        "Nats-TTL": f"{seconds}s",
+                    },
+                )
+            except (*_FAILURES, js_errors.APIError):
+                continue  # try again; at worst the lease lapses and another worker waits less
+            revision = ack.seq
 
     async def release(self, key: str) -> None:
         """Forget a claim whose work failed, so a retry can claim it again."""

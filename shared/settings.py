@@ -9,8 +9,10 @@ import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .retry import RetryPolicy
 
 
 class ConfigError(ValueError):
@@ -67,6 +69,24 @@ class DeskSettings(BaseSettings):
     http_port: int = Field(default=0, ge=0, le=65535, description="0 picks a free port")
     drain_timeout: float = Field(default=20.0, gt=0, description="seconds to finish in-flight work")
 
+    # every consumer of this service
+    max_deliver: int = Field(default=5, ge=1, description="deliveries before a dead letter")
+    retry_initial: float = Field(default=1.0, gt=0, description="seconds before the first retry")
+    retry_max: float = Field(default=60.0, gt=0, description="longest retry delay, seconds")
+    ack_wait: float = Field(default=30.0, gt=0, description="seconds before redelivery")
+    concurrency: int = Field(default=8, ge=1, description="deliveries handled at once")
+
+    def consumer_options(self) -> dict[str, Any]:
+        """The `Consumer` fields these settings control."""
+        return {
+            "retry": RetryPolicy(
+                initial=self.retry_initial, maximum=max(self.retry_max, self.retry_initial)
+            ),
+            "max_deliver": self.max_deliver,
+            "ack_wait": self.ack_wait,
+            "concurrency": self.concurrency,
+        }
+
 
 class IngressSettings(DeskSettings):
     service: ClassVar[str] = "ingress"
@@ -103,8 +123,46 @@ class RouterSettings(DeskSettings):
     )
 
 
-class DrafterSettings(DeskSettings):
+class HelpdeskSettings(DeskSettings):
+    """Where the helpdesk is: the drafter loads tickets from it, the reconciler lists them."""
+
+    helpdesk_kind: Literal["sql", "http"] = "sql"
+    helpdesk_url: str | None = Field(
+        default=None,
+        description="sql: a database URL (default: the demo helpdesk in var/); http: a base URL",
+    )
+    helpdesk_tickets_path: str = "/tickets"
+    helpdesk_ticket_path: str = "/tickets/{id}"
+    helpdesk_auth_header: str = "Authorization"
+    helpdesk_auth_value: SecretStr | None = None
+    helpdesk_connect_timeout: float = 3.0
+    helpdesk_read_timeout: float = 10.0
+
+    def helpdesk_location(self) -> str:
+        if self.helpdesk_url:
+            return self.helpdesk_url
+        if self.helpdesk_kind == "http":
+            raise ConfigError("DESK_HELPDESK_URL is required when DESK_HELPDESK_KIND=http")
+        return f"sqlite:///{(self.var_dir / 'helpdesk.sqlite').resolve()}"
+
+
+class DrafterSettings(HelpdeskSettings):
     service: ClassVar[str] = "drafter"
+
+    llm_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("DESK_LLM_BASE_URL", "LLM_BASE_URL")
+    )
+    llm_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("DESK_LLM_API_KEY", "LLM_API_KEY")
+    )
+    llm_model: str = Field(
+        default="gpt-4o-mini", validation_alias=AliasChoices("DESK_LLM_MODEL", "LLM_MODEL")
+    )
+    llm_timeout: float = Field(default=60.0, gt=0, description="seconds per model call")
+    llm_price_input: float = Field(default=0.0, ge=0, description="USD per million input tokens")
+    llm_price_output: float = Field(default=0.0, ge=0, description="USD per million output tokens")
+    allow_links: bool = False
+    max_reply_chars: int = Field(default=3000, ge=200)
 
 
 class InboxApiSettings(DeskSettings):
@@ -116,7 +174,7 @@ class SenderSettings(DeskSettings):
     service: ClassVar[str] = "sender"
 
 
-class ReconcilerSettings(DeskSettings):
+class ReconcilerSettings(HelpdeskSettings):
     service: ClassVar[str] = "reconciler"
 
 
@@ -133,7 +191,7 @@ SERVICE_SETTINGS: dict[str, type[DeskSettings]] = {
 }
 
 
-class StackSettings(DeskSettings):
+class StackSettings(HelpdeskSettings):
     """`desk up`: the embedded single-machine stack."""
 
     service: ClassVar[str] = "stack"

@@ -10,9 +10,10 @@ import pytest
 from desk.natsserver import NatsServer
 from shared.bus import Bus
 from shared.streams import Topology, provision
+from tests.fakellm import fake_llm
 from tests.imapserver import imap_server
 
-__all__ = ["bus", "imap_server", "nats_server"]
+__all__ = ["bus", "fake_llm", "imap_server", "nats_server"]
 
 
 @pytest.fixture

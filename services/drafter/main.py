@@ -1,11 +1,76 @@
-"""The drafter service (thin for now): starts, connects, provisions and reports healthy."""
+"""The drafter service: the one place a model is called; everything around it is deterministic."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+
+from shared import subjects
+from shared.consumer import Consumer
+from shared.ledger import Ledger
 from shared.service import Service
 from shared.settings import DrafterSettings
+from shared.source.configured import open_configured
+
+from .checkpoints import open_checkpointer
+from .graph import Deps, build_graph
+from .handlers import Drafter
+from .model import make_model
+from .offline import OfflineDraftModel
+
+log = logging.getLogger(__name__)
 
 
 async def run(settings: DrafterSettings) -> None:
-    async with Service(settings) as svc:
+    model = make_model(settings)
+    source = open_configured(settings)
+    deps = Deps(
+        source=source,
+        model=model,
+        price_input=settings.llm_price_input,
+        price_output=settings.llm_price_output,
+        max_reply_chars=settings.max_reply_chars,
+        allow_links=settings.allow_links,
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(source.close)
+        checkpointer = await stack.enter_async_context(
+            open_checkpointer(settings.database_url, settings.var_dir)
+        )
+        graph = build_graph().compile(checkpointer=checkpointer)
+        svc = await stack.enter_async_context(Service(settings))
+        if isinstance(model, OfflineDraftModel):
+            log.info("no LLM endpoint configured: drafting with the built-in offline model")
+        else:
+            log.info("drafting with %s at %s", settings.llm_model, settings.llm_base_url)
+        if svc.bus is None:
+            return
+        ledger = await Ledger.open(svc.bus.js, svc.name)
+        drafter = Drafter(
+            svc.bus,
+            graph,
+            deps,
+            ledger,
+            lease_ttl=max(5.0, settings.ack_wait),
+            lease_wait=settings.llm_timeout * 2 + 30,
+        )
+        options = settings.consumer_options()
+        await svc.consume(
+            Consumer(
+                name="drafter",
+                stream=subjects.WORK,
+                subjects=(subjects.work_for("drafter"),),
+                handler=drafter.on_work,
+                **options,
+            )
+        )
+        await svc.consume(
+            Consumer(
+                name="drafter-decisions",
+                stream=subjects.INBOX,
+                subjects=(subjects.INBOX_DECISION,),
+                handler=drafter.on_decision,
+                **options,
+            )
+        )
         await svc.until_stopped()

@@ -24,6 +24,7 @@ async def run(settings: RouterSettings) -> None:
                     subjects=(subjects.events_of(),),
                     handler=router.handle,
                     decode=decode_json,
+                    **settings.consumer_options(),
                 )
             )
         await svc.until_stopped()

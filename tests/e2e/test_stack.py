@@ -18,6 +18,7 @@ import pytest
 from shared import subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
+from shared.inbox import InboxItem
 from tests.helpers import eventually, messages
 
 SERVICES = {"ingress", "router", "drafter", "inbox_api", "sender", "reconciler"}
@@ -158,8 +159,21 @@ async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> No
             return [m.subject for m in work] == ["work.drafter.ticket.created"]
 
         await eventually(drafted, timeout=20, message="the event on work.drafter")
-        [item] = await messages(bus.js, subjects.WORK)
-        assert Envelope.model_validate_json(item.data).data["data"]["ticket_id"] == "T1012"
+        [work] = await messages(bus.js, subjects.WORK)
+        assert Envelope.model_validate_json(work.data).data["data"]["ticket_id"] == "T1012"
+
+        async def in_inbox() -> bool:
+            return any(
+                m.subject == subjects.INBOX_ITEM for m in await messages(bus.js, subjects.INBOX)
+            )
+
+        await eventually(in_inbox, timeout=20, message="the offline draft in the inbox")
+        [item] = [
+            m for m in await messages(bus.js, subjects.INBOX) if m.subject == subjects.INBOX_ITEM
+        ]
+        drafted_item = InboxItem.model_validate(Envelope.model_validate_json(item.data).data)
+        assert drafted_item.thread == "T1012"
+        assert drafted_item.category == "refund"
     finally:
         await bus.close()
 

@@ -29,3 +29,51 @@ async def test_a_released_claim_can_be_claimed_again(bus: Bus) -> None:
     await ledger.release("k")
     assert not await ledger.seen("k")
     assert await ledger.claim("k", b"v2")
+
+
+async def test_a_lease_is_exclusive_waits_for_the_holder_and_can_be_taken_again(bus: Bus) -> None:
+    ledger = await Ledger.open(bus.js, "test")
+    order: list[str] = []
+
+    async def hold(name: str, seconds: float) -> None:
+        async with ledger.lease("T1012", ttl=30, wait=5):
+            order.append(f"{name} in")
+            await asyncio.sleep(seconds)
+            order.append(f"{name} out")
+
+    await asyncio.gather(hold("a", 0.3), hold("b", 0.0))
+    assert order in (["a in", "a out", "b in", "b out"], ["b in", "b out", "a in", "a out"])
+    async with ledger.lease("T1012", ttl=30, wait=0):
+        pass
+
+
+async def test_a_busy_lease_is_a_transient_error_after_the_wait(bus: Bus) -> None:
+    from shared.errors import TransientError
+
+    ledger = await Ledger.open(bus.js, "test")
+    async with ledger.lease("T1", ttl=30, wait=0):
+        try:
+            async with ledger.lease("T1", ttl=30, wait=0.2):
+                raise AssertionError("two holders at once")
+        except TransientError as exc:
+            assert exc.retry_after
+
+
+async def test_a_lease_whose_holder_died_expires(bus: Bus) -> None:
+    ledger = await Ledger.open(bus.js, "test")
+    await ledger.kv.create("lease=3AT2", b"", msg_ttl=1)  # as if a holder died holding it
+    async with ledger.lease("T2", ttl=30, wait=5):
+        pass
+
+
+async def test_a_lease_is_renewed_while_held(bus: Bus) -> None:
+    ledger = await Ledger.open(bus.js, "test")
+    async with ledger.lease("T3", ttl=1, wait=0):
+        await asyncio.sleep(2.5)  # past the TTL: only renewal keeps it
+        from shared.errors import TransientError
+
+        try:
+            async with ledger.lease("T3", ttl=1, wait=0):
+                raise AssertionError("the lease lapsed while held")
+        except TransientError:
+            pass

@@ -103,9 +103,9 @@ async def test_refusals_answer_the_right_status_and_publish_nothing(
     _bad(401, httpx.post(url, content=tampered, headers=good_headers))
 
     # 400: a replay outside the window, a clock far ahead, bad JSON, no id, no type
-    replay = signed(ticket("evt_old"), msg_id="evt_old", stamp=int(time.time()) - 301)
+    replay = signed(ticket("evt_old"), msg_id="evt_old", stamp=int(time.time()) - 360)
     _bad(400, httpx.post(url, content=replay[0], headers=replay[1]))
-    future = signed(ticket("evt_new"), msg_id="evt_new", stamp=int(time.time()) + 301)
+    future = signed(ticket("evt_new"), msg_id="evt_new", stamp=int(time.time()) + 360)
     _bad(400, httpx.post(url, content=future[0], headers=future[1]))
     not_json = signed(b"{not json", msg_id="evt_x")
     _bad(400, httpx.post(url, content=not_json[0], headers=not_json[1]))

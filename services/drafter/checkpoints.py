@@ -1,0 +1,39 @@
+"""Where threads are checkpointed: SQLite under var/ by default, PostgreSQL when configured."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+
+def postgres_url(database_url: str | None) -> str | None:
+    """A libpq URL if `database_url` names PostgreSQL (SQLAlchemy driver suffixes removed)."""
+    if not database_url:
+        return None
+    scheme, sep, rest = database_url.partition("://")
+    if not sep or scheme.split("+", 1)[0] not in ("postgresql", "postgres"):
+        return None
+    return f"postgresql://{rest}"
+
+
+@contextlib.asynccontextmanager
+async def open_checkpointer(
+    database_url: str | None, var_dir: Path
+) -> AsyncIterator[BaseCheckpointSaver[str]]:
+    url = postgres_url(database_url)
+    if url is not None:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        async with AsyncPostgresSaver.from_conn_string(url) as saver:
+            await saver.setup()  # idempotent
+            yield saver
+        return
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    path = Path(var_dir) / "drafter-checkpoints.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+        yield saver

@@ -1,0 +1,41 @@
+"""The state of one ticket thread, and the dependencies its nodes are given."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+from langchain_core.language_models import BaseChatModel
+
+from shared.source import SourceSystem
+
+
+class State(TypedDict, total=False):
+    """Everything is JSON-plain so checkpoints round-trip without custom types."""
+
+    thread: str
+    ticket_id: str
+    inline_ticket: dict[str, Any] | None  # a mail carries its own "ticket"
+    trigger: dict[str, str]  # source, type, event_id of the event that started this round
+    event_version: str | None  # the ticket version the event announced
+    ticket: dict[str, Any]
+    escalation: list[str]
+    draft: dict[str, str]  # category, summary, reply: the model's latest draft
+    warnings: list[str]
+    feedback: list[str]  # every response so far, oldest first
+    usage: dict[str, Any]  # input_tokens, output_tokens, usd of the latest draft
+    version: int  # the version of the latest inbox item
+    item: dict[str, Any]  # the latest inbox item (an InboxItem as JSON)
+    decision: dict[str, Any]
+    outcome: str  # closed | accepted | edited | ignored | acknowledged
+    handled_version: str | None
+
+
+@dataclass(frozen=True)
+class Deps:
+    source: SourceSystem
+    model: BaseChatModel
+    price_input: float = 0.0  # USD per million tokens
+    price_output: float = 0.0
+    max_reply_chars: int = 3000
+    allow_links: bool = False

@@ -1,0 +1,23 @@
+"""Drafter metrics: drafts by category and outcome, latency, tokens and cost."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+DRAFTS = Counter(
+    "desk_drafter_items_total",
+    "Inbox items emitted, by category and kind (draft, redraft, notify).",
+    ["category", "kind"],
+)
+OUTCOMES = Counter(
+    "desk_drafter_outcomes_total",
+    "Thread outcomes (closed, accepted, edited, ignored, acknowledged, duplicate, superseded).",
+    ["outcome"],
+)
+DRAFT_SECONDS = Histogram(
+    "desk_drafter_run_seconds",
+    "Time from taking an event or decision to the item being published.",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+)
+TOKENS = Counter("desk_drafter_tokens_total", "Model tokens, by kind.", ["kind"])
+COST = Counter("desk_drafter_cost_usd_total", "Estimated model cost in USD.")

@@ -1,0 +1,137 @@
+"""The `http` source: a generic JSON REST helpdesk, read with one `httpx.AsyncClient`.
+
+A ticket is the `Ticket` model's JSON (customer nested). A list answer is an object holding the
+tickets under `items_key` and the next page's cursor under `next_key` (null on the last page).
+
+Errors are mapped here: 404 on a ticket → `ticket_not_found`; 429, 5xx, timeouts and connection
+failures → `TransientError` (with Retry-After seconds); other 4xx and malformed answers →
+`PermanentError`. The auth value goes into a header and nowhere else (no log, no message).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+from pydantic import TypeAdapter, ValidationError
+
+from ..errors import PermanentError, TransientError
+from .base import Ticket, TicketPage, ticket_not_found
+
+_TICKETS = TypeAdapter(list[Ticket])
+
+
+def retry_after(value: str | None, now: dt.datetime | None = None) -> float | None:
+    """Seconds from a Retry-After header: delta-seconds or an HTTP date; None if absent or bad."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return max(0.0, (when - (now or dt.datetime.now(dt.UTC))).total_seconds())
+
+
+class HttpSource:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        tickets_path: str = "/tickets",
+        ticket_path: str = "/tickets/{id}",
+        auth_header: str = "Authorization",
+        auth_value: str | None = None,
+        connect_timeout: float = 3.0,
+        read_timeout: float = 10.0,
+        items_key: str = "tickets",
+        next_key: str = "next_cursor",
+        updated_since_param: str = "updated_since",
+        cursor_param: str = "cursor",
+        limit_param: str = "limit",
+    ) -> None:
+        self.tickets_path = tickets_path
+        self.ticket_path = ticket_path
+        self.items_key = items_key
+        self.next_key = next_key
+        self.updated_since_param = updated_since_param
+        self.cursor_param = cursor_param
+        self.limit_param = limit_param
+        self._client = httpx.AsyncClient(
+            base_url=base_url,
+            headers={auth_header: auth_value} if auth_value else None,
+            timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
+            follow_redirects=False,
+        )
+
+    async def get_ticket(self, ticket_id: str) -> Ticket:
+        path = self.ticket_path.format(id=quote(ticket_id, safe=""))
+        response = await self._get(path, {})
+        if response.status_code == 404:
+            raise ticket_not_found(ticket_id)
+        self._check(response, path)
+        try:
+            return Ticket.model_validate_json(response.content)
+        except ValidationError as exc:
+            raise PermanentError(f"malformed ticket from the source at {path}") from exc
+
+    async def list_tickets(
+        self,
+        *,
+        updated_since: dt.datetime | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+    ) -> TicketPage:
+        params: dict[str, str] = {self.limit_param: str(limit)}
+        if updated_since is not None:
+            since = updated_since if updated_since.tzinfo else updated_since.replace(tzinfo=dt.UTC)
+            params[self.updated_since_param] = since.astimezone(dt.UTC).isoformat()
+        if cursor is not None:
+            params[self.cursor_param] = cursor
+        path = self.tickets_path
+        response = await self._get(path, params)
+        self._check(response, path)
+        try:
+            answer: Any = response.json()
+            items = answer[self.items_key]
+            next_cursor = answer.get(self.next_key)
+            if next_cursor is not None and not isinstance(next_cursor, str):
+                raise TypeError(f"{self.next_key} is not a string")
+            tickets = _TICKETS.validate_python(items)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            # json decode and pydantic validation errors are ValueErrors
+            raise PermanentError(f"malformed ticket list from the source at {path}") from exc
+        return TicketPage(tickets=list(tickets), next_cursor=next_cursor or None)
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    async def _get(self, path: str, params: dict[str, str]) -> httpx.Response:
+        try:
+            return await self._client.get(path, params=params)
+        except httpx.TimeoutException as exc:
+            raise TransientError(f"source timed out on GET {path}") from exc
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+            raise PermanentError(f"bad source URL for GET {path}") from exc
+        except httpx.TransportError as exc:
+            raise TransientError(f"source unreachable on GET {path}: {type(exc).__name__}") from exc
+
+    @staticmethod
+    def _check(response: httpx.Response, path: str) -> None:
+        status = response.status_code
+        if status == 429 or status >= 500:
+            raise TransientError(
+                f"source answered {status} on GET {path}",
+                retry_after=retry_after(response.headers.get("Retry-After")),
+            )
+        if not 200 <= status < 300:
+            raise PermanentError(f"source answered {status} on GET {path}")

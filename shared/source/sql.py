@@ -1,0 +1,325 @@
+"""The `sql` source: a helpdesk database (SQLite or PostgreSQL) through SQLModel.
+
+Sessions are synchronous and run in a worker thread (`asyncio.to_thread`) for the protocol's
+async methods; the administrative methods (`create_tables`, `seed_demo`, `create_ticket`,
+`set_status`) are plain synchronous calls for the CLI and start-up.
+
+Times are stored in UTC. SQLite keeps no time zone, so every datetime read back is made aware
+(UTC) here, and every datetime written or compared is converted to UTC first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import datetime as dt
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar, get_args
+
+from sqlalchemy import DateTime, Index, Text, and_, func, or_
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.pool import StaticPool
+from sqlmodel import Field, Session, SQLModel, col, create_engine, select
+
+from ..errors import PermanentError, TransientError
+from . import demo
+from .base import Customer, Priority, Ticket, TicketPage, TicketStatus, ticket_not_found
+
+T = TypeVar("T")
+
+
+class CustomerRow(SQLModel, table=True):
+    __tablename__ = "customers"
+
+    id: str = Field(primary_key=True, max_length=64)
+    name: str
+    email: str = Field(unique=True, max_length=320)
+
+
+class TicketRow(SQLModel, table=True):
+    __tablename__ = "tickets"
+    __table_args__ = (Index("ix_tickets_updated_at_id", "updated_at", "id"),)
+
+    id: str = Field(primary_key=True, max_length=64)
+    customer_id: str = Field(foreign_key="customers.id", index=True, max_length=64)
+    subject: str
+    body: str = Field(sa_type=Text)
+    status: str = Field(max_length=16)
+    priority: str = Field(default="normal", max_length=16)
+    created_at: dt.datetime = Field(sa_type=DateTime(timezone=True))
+    updated_at: dt.datetime = Field(sa_type=DateTime(timezone=True))
+
+
+TABLES = [CustomerRow.__table__, TicketRow.__table__]  # type: ignore[attr-defined]
+
+
+def as_utc(value: dt.datetime) -> dt.datetime:
+    """An aware UTC datetime; a naive one is taken to be UTC already."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC)
+
+
+def encode_cursor(updated_at: dt.datetime, ticket_id: str) -> str:
+    raw = json.dumps([as_utc(updated_at).isoformat(), ticket_id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        stamp, ticket_id = json.loads(raw)
+        return as_utc(dt.datetime.fromisoformat(stamp)), str(ticket_id)
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise PermanentError("invalid cursor") from exc
+
+
+@contextlib.contextmanager
+def _mapped_errors() -> Iterator[None]:
+    """Database failures become `TransientError`, naming the driver's error (not the SQL)."""
+    try:
+        yield
+    except SQLAlchemyError as exc:
+        origin = getattr(exc, "orig", None) or exc
+        lines = str(origin).strip().splitlines()
+        detail = f": {lines[0][:200]}" if lines else ""
+        raise TransientError(f"source database error: {type(origin).__name__}{detail}") from exc
+
+
+def _engine(url: str, connect_args: dict[str, Any] | None) -> Engine:
+    parsed: URL = make_url(url)
+    args = dict(connect_args or {})
+    options: dict[str, Any] = {"pool_pre_ping": True}
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")  # psycopg 3, not psycopg2
+    if parsed.get_backend_name() == "sqlite":
+        args.setdefault("check_same_thread", False)
+        database = parsed.database or ""
+        if database in ("", ":memory:") or "mode=memory" in url:
+            options["poolclass"] = StaticPool  # one connection, or each thread sees its own db
+        elif not database.startswith("file:"):
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    elif parsed.get_backend_name() == "postgresql":
+        args.setdefault("connect_timeout", 5)
+    return create_engine(parsed, connect_args=args, **options)
+
+
+def _ticket(row: TicketRow, customer: CustomerRow) -> Ticket:
+    return Ticket(
+        id=row.id,
+        customer=Customer(id=customer.id, name=customer.name, email=customer.email),
+        subject=row.subject,
+        body=row.body,
+        status=row.status,  # type: ignore[arg-type]  # validated by the model
+        priority=row.priority,  # type: ignore[arg-type]
+        created_at=as_utc(row.created_at),
+        updated_at=as_utc(row.updated_at),
+    )
+
+
+def _next_id(session: Session, prefix: str, column: Any, first: int) -> str:
+    """`prefix` + one more than the highest number among ids `prefix<digits>`."""
+    last = session.exec(
+        select(column)
+        .where(col(column).like(f"{prefix}%"))
+        .order_by(func.length(column).desc(), col(column).desc())
+        .limit(1)
+    ).first()
+    number = int(last[len(prefix) :]) + 1 if last and last[len(prefix) :].isdigit() else first
+    return f"{prefix}{number}" if prefix == "T" else f"{prefix}{number:03d}"
+
+
+def _name_from_email(email: str) -> str:
+    local = email.split("@", 1)[0]
+    return " ".join(p.capitalize() for p in local.replace("_", ".").split(".") if p) or email
+
+
+class SqlSource:
+    """The source system over a SQLAlchemy URL (`sqlite:///var/helpdesk.db`, `postgresql://…`)."""
+
+    def __init__(self, url: str, *, connect_args: dict[str, Any] | None = None) -> None:
+        self.engine = _engine(url, connect_args)
+
+    # -- the SourceSystem protocol ---------------------------------------------------------
+
+    async def get_ticket(self, ticket_id: str) -> Ticket:
+        return await asyncio.to_thread(self._session, lambda s: self._get(s, ticket_id))
+
+    async def list_tickets(
+        self,
+        *,
+        updated_since: dt.datetime | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+    ) -> TicketPage:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        after = decode_cursor(cursor) if cursor else None
+        return await asyncio.to_thread(
+            self._session, lambda s: self._list(s, updated_since, after, limit)
+        )
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.engine.dispose)
+
+    # -- administration (synchronous) ------------------------------------------------------
+
+    def create_tables(self) -> None:
+        """Create the `customers` and `tickets` tables if they do not exist."""
+        with _mapped_errors():
+            SQLModel.metadata.create_all(self.engine, tables=TABLES)
+
+    def seed_demo(self) -> bool:
+        """Insert the demo helpdesk if the tickets table is empty; True if this call did."""
+
+        def seed(session: Session) -> bool:
+            if session.exec(select(func.count()).select_from(TicketRow)).one():
+                return False
+            for c in demo.CUSTOMERS:
+                session.merge(CustomerRow(id=c.id, name=c.name, email=c.email))
+            session.flush()
+            for t in demo.TICKETS:
+                session.add(_row(t))
+            session.commit()
+            return True
+
+        try:
+            return self._session(seed)
+        except TransientError as exc:
+            if isinstance(exc.__cause__, IntegrityError):
+                return False  # another process seeded it at the same moment
+            raise
+
+    def create_ticket(
+        self, customer: str, subject: str, body: str, priority: Priority = "normal"
+    ) -> Ticket:
+        """A new open ticket with the next `T` number; `customer` is an id or an e-mail.
+
+        An unknown e-mail creates the customer; an unknown id raises `ValueError`.
+        """
+        if priority not in get_args(Priority):
+            raise ValueError(f"priority must be one of {', '.join(get_args(Priority))}")
+        attempts = 5  # two writers may pick the same next id: the loser tries the next one
+        while True:
+            try:
+                return self._session(lambda s: self._create(s, customer, subject, body, priority))
+            except TransientError as exc:
+                attempts -= 1
+                if attempts == 0 or not isinstance(exc.__cause__, IntegrityError):
+                    raise
+
+    def set_status(self, ticket_id: str, status: TicketStatus) -> Ticket:
+        """Change a ticket's status and bump its `updated_at`."""
+        if status not in get_args(TicketStatus):
+            raise ValueError(f"status must be one of {', '.join(get_args(TicketStatus))}")
+
+        def update(session: Session) -> Ticket:
+            row = session.get(TicketRow, ticket_id)
+            if row is None:
+                raise ticket_not_found(ticket_id)
+            row.status = status
+            row.updated_at = dt.datetime.now(dt.UTC)
+            session.add(row)
+            session.commit()
+            return self._get(session, ticket_id)
+
+        return self._session(update)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _session(self, work: Callable[[Session], T]) -> T:
+        with _mapped_errors(), Session(self.engine, expire_on_commit=False) as session:
+            return work(session)
+
+    def _get(self, session: Session, ticket_id: str) -> Ticket:
+        found = session.exec(
+            select(TicketRow, CustomerRow)
+            .join(CustomerRow, col(TicketRow.customer_id) == col(CustomerRow.id))
+            .where(TicketRow.id == ticket_id)
+        ).first()
+        if found is None:
+            raise ticket_not_found(ticket_id)
+        return _ticket(*found)
+
+    def _list(
+        self,
+        session: Session,
+        updated_since: dt.datetime | None,
+        after: tuple[dt.datetime, str] | None,
+        limit: int,
+    ) -> TicketPage:
+        query = select(TicketRow, CustomerRow).join(
+            CustomerRow, col(TicketRow.customer_id) == col(CustomerRow.id)
+        )
+        if updated_since is not None:
+            query = query.where(col(TicketRow.updated_at) >= self._stamp(updated_since))
+        if after is not None:
+            stamp, last_id = self._stamp(after[0]), after[1]
+            query = query.where(
+                or_(
+                    col(TicketRow.updated_at) > stamp,
+                    and_(col(TicketRow.updated_at) == stamp, col(TicketRow.id) > last_id),
+                )
+            )
+        query = query.order_by(col(TicketRow.updated_at), col(TicketRow.id)).limit(limit + 1)
+        tickets = [_ticket(*found) for found in session.exec(query).all()]
+        more = len(tickets) > limit
+        tickets = tickets[:limit]
+        last = tickets[-1] if more else None
+        return TicketPage(
+            tickets=tickets, next_cursor=encode_cursor(last.updated_at, last.id) if last else None
+        )
+
+    def _create(
+        self, session: Session, customer: str, subject: str, body: str, priority: str
+    ) -> Ticket:
+        row = session.get(CustomerRow, customer)
+        if row is None and "@" in customer:
+            row = session.exec(select(CustomerRow).where(CustomerRow.email == customer)).first()
+            if row is None:
+                row = CustomerRow(
+                    id=_next_id(session, "C", CustomerRow.id, 1),
+                    name=_name_from_email(customer),
+                    email=customer,
+                )
+                session.add(row)
+                session.flush()
+        if row is None:
+            raise ValueError(f"no customer {customer!r}; give a customer id or an e-mail address")
+        now = dt.datetime.now(dt.UTC)
+        ticket = TicketRow(
+            id=_next_id(session, "T", TicketRow.id, 1001),
+            customer_id=row.id,
+            subject=subject,
+            body=body,
+            status="open",
+            priority=priority,
+            created_at=now,
+            updated_at=now,
+        )
+        session.add(ticket)
+        session.commit()
+        return _ticket(ticket, row)
+
+    def _stamp(self, value: dt.datetime) -> dt.datetime:
+        """A datetime as the database compares it: UTC, and naive on SQLite (stored naive)."""
+        value = as_utc(value)
+        return value.replace(tzinfo=None) if self.engine.dialect.name == "sqlite" else value
+
+
+def _row(ticket: Ticket) -> TicketRow:
+    return TicketRow(
+        id=ticket.id,
+        customer_id=ticket.customer.id,
+        subject=ticket.subject,
+        body=ticket.body,
+        status=ticket.status,
+        priority=ticket.priority,
+        created_at=as_utc(ticket.created_at),
+        updated_at=as_utc(ticket.updated_at),
+    )

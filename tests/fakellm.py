@@ -1,0 +1,587 @@
+"""A real HTTP server speaking the OpenAI chat-completions protocol, for tests.
+
+The product's model client (`langchain_openai.ChatOpenAI`, i.e. the `openai` SDK) runs its real
+code path against it: nothing is patched. Starlette on uvicorn, bound to 127.0.0.1 on a free
+port, served from a background thread with its own event loop, so it answers in-process async
+tests and code under test running in another process alike.
+
+    fake = FakeLLM().start()
+    llm = ChatOpenAI(base_url=fake.url, api_key="test-key", model="m", max_retries=0)
+    ...
+    fake.stop()
+
+or use the `fake_llm` fixture (function scope; started, stopped after the test).
+
+What it answers to `POST /v1/chat/completions`:
+
+- By default a tool call to the function named in `tool_choice.function.name` (else the first
+  tool), with arguments from `responder(body)` (replaceable). The default responder answers a
+  tool named "Draft" with {"category": "refund" (or the first enum value), "summary", "reply"};
+  the reply quotes verbatim every line of the last user message that starts with "- " (reviewer
+  feedback), so a test can see that feedback reached the model. Other tools get arguments filled
+  from their JSON schema. A request without tools gets plain assistant text.
+- `usage` is deterministic: prompt_tokens = characters of all message contents // 4,
+  completion_tokens = characters of the answer (arguments JSON or text) // 4.
+- `"stream": true` is answered as server-sent events (same content, chunked like OpenAI).
+
+Scripted answers (`fail_next`, `hang_next`, `answer_text_next`) go into ONE first-in-first-out
+queue; each arriving request takes the next step (a step with `times=n` serves n requests), and
+gets the default answer once the queue is empty. `reset()` clears the queue, the recorded
+requests and the responder.
+
+Every request is recorded in `requests` (a snapshot list): the parsed JSON body plus the keys
+"authorization" (header value or None), "headers" (all headers, lower-case names),
+"received_at" (time.time()) and "answer" (what it got: "tool_call", "text", "error 503", ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+Responder = Callable[[dict[str, Any]], dict[str, Any]]
+
+DRAFT_SUMMARY = "Customer asks about their ticket"
+FEEDBACK_PREFIX = "- "
+
+# status -> (error type, error code), as api.openai.com labels them
+_ERROR_KINDS: dict[int, tuple[str, str | None]] = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("invalid_request_error", "unsupported_country_region_territory"),
+    404: ("invalid_request_error", "model_not_found"),
+    409: ("invalid_request_error", "conflict"),
+    422: ("invalid_request_error", None),
+    429: ("requests", "rate_limit_exceeded"),
+    500: ("server_error", None),
+    502: ("server_error", None),
+    503: ("server_error", "service_unavailable"),
+    504: ("server_error", None),
+}
+
+_ERROR_MESSAGES: dict[int, str] = {
+    400: "Invalid request.",
+    401: "Incorrect API key provided.",
+    403: "Access denied.",
+    404: "The model does not exist or you do not have access to it.",
+    429: "Rate limit reached for requests.",
+    500: "The server had an error while processing your request.",
+    502: "Bad gateway.",
+    503: "The engine is currently overloaded, please try again later.",
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Reading the request
+
+
+def content_text(content: Any) -> str:
+    """The text of a message's `content`: a string, a list of parts, or None."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        return "\n".join(parts)
+    return str(content)
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    for message in reversed(body.get("messages") or []):
+        if isinstance(message, dict) and message.get("role") == "user":
+            return content_text(message.get("content"))
+    return ""
+
+
+def feedback_lines(text: str) -> list[str]:
+    """Lines that start with "- " (leading blanks allowed), stripped of surrounding blanks."""
+    return [line.strip() for line in text.splitlines() if line.lstrip().startswith(FEEDBACK_PREFIX)]
+
+
+def chosen_tool(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The function the request forces (`tool_choice.function.name`), else its first tool."""
+    tools = [
+        t["function"]
+        for t in body.get("tools") or []
+        if isinstance(t, dict) and isinstance(t.get("function"), dict)
+    ]
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict):
+        name = (choice.get("function") or {}).get("name")
+        for tool in tools:
+            if tool.get("name") == name:
+                return tool
+        if name:
+            return {"name": name, "parameters": {}}
+    return tools[0] if tools else None
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    chars = sum(
+        len(content_text(m.get("content")))
+        for m in body.get("messages") or []
+        if isinstance(m, dict)
+    )
+    return chars // 4
+
+
+# --------------------------------------------------------------------------------------------
+# The default responder
+
+
+def polite_reply(feedback: list[str]) -> str:
+    lines = [
+        "Hello,",
+        "",
+        "Thank you for contacting us. We have looked into your ticket and are on it.",
+    ]
+    if feedback:
+        lines += ["", "Following your notes:", *feedback]
+    lines += ["", "Kind regards,", "Support"]
+    return "\n".join(lines)
+
+
+def _schema_value(name: str, schema: dict[str, Any]) -> Any:
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    if "default" in schema:
+        return schema["default"]
+    for key in ("anyOf", "oneOf"):
+        options = [o for o in schema.get(key) or [] if o.get("type") != "null"]
+        if options:
+            return _schema_value(name, options[0])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "integer":
+        return 0
+    if kind == "number":
+        return 0.0
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        return []
+    if kind == "object":
+        return schema_arguments(schema)
+    return name
+
+
+def schema_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    """Deterministic arguments for a JSON schema: every property, first enum value, etc."""
+    properties = schema.get("properties") or {}
+    return {name: _schema_value(name, sub or {}) for name, sub in properties.items()}
+
+
+def default_responder(body: dict[str, Any]) -> dict[str, Any]:
+    tool = chosen_tool(body) or {}
+    parameters = tool.get("parameters") or {}
+    arguments = schema_arguments(parameters)
+    if tool.get("name") == "Draft":
+        enum = ((parameters.get("properties") or {}).get("category") or {}).get("enum") or []
+        arguments["category"] = "refund" if "refund" in enum or not enum else enum[0]
+        arguments["summary"] = DRAFT_SUMMARY
+        arguments["reply"] = polite_reply(feedback_lines(last_user_text(body)))
+    return arguments
+
+
+def default_text(body: dict[str, Any]) -> str:
+    return polite_reply(feedback_lines(last_user_text(body)))
+
+
+# --------------------------------------------------------------------------------------------
+# Scripted answers
+
+
+@dataclass
+class _Step:
+    kind: str  # "fail" | "hang" | "text"
+    times: int
+    status: int = 0
+    retry_after: float | None = None
+    message: str | None = None
+    code: str | None = None
+    seconds: float = 0.0
+    text: str = ""
+
+
+def _header_number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def error_body(status: int, message: str | None = None, code: str | None = None) -> dict[str, Any]:
+    kind, default_code = _ERROR_KINDS.get(
+        status, ("server_error" if status >= 500 else "invalid_request_error", None)
+    )
+    return {
+        "error": {
+            "message": message or _ERROR_MESSAGES.get(status, f"Error {status}."),
+            "type": kind,
+            "param": None,
+            "code": code if code is not None else default_code,
+        }
+    }
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield  # never touch signal handlers: the test process owns them
+
+
+class FakeLLM:
+    """An OpenAI-compatible chat-completions server on 127.0.0.1, in a background thread."""
+
+    def __init__(self, model: str | None = None) -> None:
+        self.model = model  # answered as "model"; None echoes the request's model
+        self.responder: Responder = default_responder
+        self._lock = threading.Lock()
+        self._requests: list[dict[str, Any]] = []
+        self._steps: deque[_Step] = deque()
+        self._counter = 0
+        self._socket: socket.socket | None = None
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self.port = 0
+        self.app = Starlette(
+            routes=[Route("/v1/chat/completions", self._chat_completions, methods=["POST"])]
+        )
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """Base URL for the client, ending in /v1."""
+        if not self.port:
+            raise RuntimeError("FakeLLM is not started")
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self, timeout: float = 10.0) -> FakeLLM:
+        if self._thread is not None:
+            raise RuntimeError("FakeLLM already started")
+        # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted connections only when
+        # the listening socket says TCP; with proto 0 every keep-alive request stalls ~40 ms
+        # (Nagle + delayed ACK).
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        self._socket = sock
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            log_config=None,
+            lifespan="off",
+            access_log=False,
+            timeout_graceful_shutdown=2,
+            timeout_keep_alive=30,
+        )
+        self._server = _Server(config)
+        self._thread = threading.Thread(target=self._run, name=f"fakellm:{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("FakeLLM failed to start") from self._error
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"FakeLLM did not start within {timeout}s")
+            time.sleep(0.01)
+        return self
+
+    def _run(self) -> None:
+        async def serve() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stopping = asyncio.Event()
+            assert self._server is not None and self._socket is not None
+            await self._server.serve(sockets=[self._socket])
+
+        try:
+            asyncio.run(serve())
+        except BaseException as exc:  # reported by start()
+            self._error = exc
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving (requests still hanging are woken and answered first). Idempotent."""
+        if self._thread is None:
+            return
+        if self._server is not None:
+            self._server.should_exit = True
+        loop, stopping = self._loop, self._stopping
+        if loop is not None and stopping is not None:
+            with contextlib.suppress(RuntimeError):  # loop already closed
+                loop.call_soon_threadsafe(stopping.set)
+        self._thread.join(timeout)
+        if self._socket is not None:
+            self._socket.close()
+        self._thread = None
+        self._server = None
+
+    def __enter__(self) -> FakeLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- scripting ---------------------------------------------------------------------------
+
+    def fail_next(
+        self,
+        status: int,
+        times: int = 1,
+        retry_after: float | None = None,
+        *,
+        message: str | None = None,
+        code: str | None = None,
+    ) -> None:
+        """The next `times` requests get HTTP `status` with an OpenAI-style error body
+        ({"error": {"message", "type", "param", "code"}}); `Retry-After` set when given."""
+        self._push(
+            _Step("fail", times, status=status, retry_after=retry_after, message=message, code=code)
+        )
+
+    def hang_next(self, seconds: float, times: int = 1) -> None:
+        """The next `times` requests sleep `seconds` before getting the default answer."""
+        self._push(_Step("hang", times, seconds=seconds))
+
+    def answer_text_next(self, text: str, times: int = 1) -> None:
+        """The next `times` requests get plain assistant `text`, no tool call."""
+        self._push(_Step("text", times, text=text))
+
+    def reset(self) -> None:
+        """Forget queued steps and recorded requests; restore the default responder."""
+        with self._lock:
+            self._steps.clear()
+            self._requests.clear()
+        self.responder = default_responder
+
+    def _push(self, step: _Step) -> None:
+        if step.times < 1:
+            raise ValueError("times must be >= 1")
+        with self._lock:
+            self._steps.append(step)
+
+    def _take(self, record: dict[str, Any]) -> tuple[int, _Step | None]:
+        """Record the request and take the next scripted step (atomically)."""
+        with self._lock:
+            self._requests.append(record)
+            self._counter += 1
+            step = None
+            if self._steps:
+                step = self._steps[0]
+                step.times -= 1
+                if step.times == 0:
+                    self._steps.popleft()
+            return self._counter, step
+
+    @property
+    def pending(self) -> int:
+        """How many requests the queued steps will still serve."""
+        with self._lock:
+            return sum(s.times for s in self._steps)
+
+    # ---- what was asked ----------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """A snapshot of every request so far, oldest first."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def last_request(self) -> dict[str, Any]:
+        with self._lock:
+            if not self._requests:
+                raise AssertionError("FakeLLM received no request")
+            return self._requests[-1]
+
+    def wait_for_requests(self, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+        """Block until at least `count` requests arrived (for code running elsewhere)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = self.requests
+            if len(seen) >= count:
+                return seen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"FakeLLM got {len(seen)} requests, expected {count}")
+            time.sleep(0.01)
+
+    # ---- the endpoint ------------------------------------------------------------------------
+
+    async def _chat_completions(self, request: Request) -> Response:
+        received_at = time.time()
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            body = {"_invalid_body": raw.decode("utf-8", "replace")}
+        record = copy.deepcopy(body)
+        record["authorization"] = request.headers.get("authorization")
+        record["headers"] = dict(request.headers)
+        record["received_at"] = received_at
+        number, step = self._take(record)
+
+        if "_invalid_body" in body:
+            record["answer"] = "error 400"
+            return JSONResponse(error_body(400, "We could not parse the JSON body."), 400)
+
+        if step is not None and step.kind == "fail":
+            record["answer"] = f"error {step.status}"
+            headers = {}
+            if step.retry_after is not None:
+                headers["retry-after"] = _header_number(step.retry_after)
+            return JSONResponse(
+                error_body(step.status, step.message, step.code), step.status, headers=headers
+            )
+        if step is not None and step.kind == "hang":
+            await self._sleep(step.seconds)
+
+        try:
+            if step is not None and step.kind == "text":
+                text, call = step.text, None
+            elif chosen_tool(body) is None:
+                text, call = default_text(body), None
+            else:
+                tool = chosen_tool(body) or {}
+                arguments = json.dumps(self.responder(body))
+                text, call = None, {"name": tool.get("name"), "arguments": arguments}
+        except Exception as exc:
+            record["answer"] = "error 500"
+            message = f"FakeLLM responder raised {exc!r}"
+            return JSONResponse(error_body(500, message), 500)
+
+        record["answer"] = "tool_call" if call else "text"
+        completion = _completion(
+            number, self.model or str(body.get("model", "fake")), body, text, call
+        )
+        if body.get("stream"):
+            return StreamingResponse(
+                _sse(completion, body), media_type="text/event-stream; charset=utf-8"
+            )
+        return JSONResponse(completion)
+
+    async def _sleep(self, seconds: float) -> None:
+        stopping = self._stopping
+        if stopping is None:
+            await asyncio.sleep(seconds)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), seconds)
+
+
+def _completion(
+    number: int,
+    model: str,
+    body: dict[str, Any],
+    text: str | None,
+    call: dict[str, Any] | None,
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if call is not None:
+        message["tool_calls"] = [
+            {
+                "id": f"call_fake_{number}",
+                "type": "function",
+                "function": {"name": call["name"], "arguments": call["arguments"]},
+            }
+        ]
+    prompt = prompt_tokens(body)
+    completion = len(call["arguments"] if call is not None else text or "") // 4
+    return {
+        "id": f"chatcmpl-fake-{number}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls" if call is not None else "stop",
+                "message": message,
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+async def _sse(completion: dict[str, Any], body: dict[str, Any]) -> AsyncIterator[str]:
+    """The completion as OpenAI streams it: role, content/arguments, finish, [usage], [DONE]."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+    head = {k: completion[k] for k in ("id", "created", "model")}
+    head["object"] = "chat.completion.chunk"
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        data = {
+            **head,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+        }
+        return f"data: {json.dumps(data)}\n\n"
+
+    if message.get("tool_calls"):
+        call = message["tool_calls"][0]
+        yield chunk(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": call["function"]["name"], "arguments": ""},
+                    }
+                ],
+            }
+        )
+        yield chunk(
+            {"tool_calls": [{"index": 0, "function": {"arguments": call["function"]["arguments"]}}]}
+        )
+    else:
+        yield chunk({"role": "assistant", "content": ""})
+        yield chunk({"content": message["content"] or ""})
+    yield chunk({}, choice["finish_reason"])
+    if (body.get("stream_options") or {}).get("include_usage"):
+        yield f"data: {json.dumps({**head, 'choices': [], 'usage': completion['usage']})}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLM]:
+    """A started FakeLLM, stopped after the test."""
+    fake = FakeLLM().start()
+    try:
+        yield fake
+    finally:
+        fake.stop()

@@ -1,0 +1,78 @@
+"""Where threads live: the offline default, and LangGraph's Postgres saver on a real server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from desk.natsserver import NatsServer
+from services.drafter.checkpoints import postgres_url
+from shared.bus import Bus
+from tests.fakellm import FakeLLM
+from tests.helpers import eventually
+from tests.postgres import POSTGRES_URL, fresh_schema, url_in
+
+from .conftest import Harness, decide, items, send_event
+
+
+def test_only_postgres_urls_select_the_postgres_saver() -> None:
+    assert postgres_url("postgresql+psycopg://u@h/db") == "postgresql://u@h/db"
+    assert postgres_url("postgres://u@h/db") == "postgresql://u@h/db"
+    assert postgres_url("sqlite:///var/desk.sqlite") is None
+    assert postgres_url(None) is None
+
+
+async def test_offline_model_drafts_without_any_endpoint_and_honours_feedback(
+    bus: Bus, nats_server: NatsServer, tmp_path: Path
+) -> None:
+    harness = Harness(nats_server, tmp_path, llm=None)
+    try:
+        process = harness.start()
+        await send_event(bus, "T1033", "evt_zh")
+        await eventually(lambda: items(bus), timeout=20, message="an offline draft")
+        [v1] = await items(bus)
+        assert "您好" in v1.action_request.args["reply"]
+        assert "offline model" in process.tail()
+        await decide(bus, v1, "response", "add our opening hours")
+        await eventually(lambda: _at_least(bus, 2), timeout=20, message="the redraft")
+        assert "Add our opening hours." in (await items(bus))[1].action_request.args["reply"]
+    finally:
+        harness.stop_all()
+
+
+@pytest.fixture
+def postgres_schema() -> Iterator[str]:
+    with fresh_schema() as schema:
+        yield schema
+
+
+async def test_threads_survive_a_restart_in_postgres(
+    bus: Bus, nats_server: NatsServer, tmp_path: Path, fake_llm: FakeLLM, postgres_schema: str
+) -> None:
+    harness = Harness(nats_server, tmp_path, fake_llm)
+    harness.env["DESK_DATABASE_URL"] = url_in(postgres_schema)
+    try:
+        first = harness.start()
+        await send_event(bus, "T1041", "evt_pg")
+        await eventually(lambda: items(bus), timeout=20, message="version 1")
+        first.stop()
+
+        harness.start()  # a new process: the thread comes back from PostgreSQL
+        [v1] = await items(bus)
+        await decide(bus, v1, "response", "Quote the invoice number")
+        await eventually(lambda: _at_least(bus, 2), timeout=20, message="version 2")
+        assert len(fake_llm.requests) == 2
+        with psycopg.connect(POSTGRES_URL) as conn:
+            [(count,)] = conn.execute(
+                f"SELECT count(*) FROM {postgres_schema}.checkpoints WHERE thread_id = 'T1041'"
+            ).fetchall()
+        assert count > 0
+    finally:
+        harness.stop_all()
+
+
+async def _at_least(bus: Bus, n: int) -> bool:
+    return len(await items(bus)) >= n

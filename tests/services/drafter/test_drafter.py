@@ -1,0 +1,197 @@
+"""The drafter process end to end: events in, inbox items out, decisions resume the thread."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from shared import subjects
+from shared.bus import Bus
+from tests.fakellm import FakeLLM
+from tests.helpers import eventually, messages
+
+from .conftest import Harness, decide, items, send_event, settled
+
+
+async def test_a_ticket_becomes_an_inbox_item_in_the_human_interrupt_shape(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    harness.start()
+    await send_event(bus, "T1012", "evt_1")
+    await eventually(lambda: items(bus), timeout=20, message="the inbox item")
+
+    [item] = await items(bus)
+    assert item.action_request.action == "send_reply"
+    assert item.action_request.args["ticket_id"] == "T1012"
+    assert item.action_request.args["reply"]
+    assert item.config.allow_accept and item.config.allow_edit
+    assert item.config.allow_respond and item.config.allow_ignore
+    assert item.description and "T1012" in item.description
+    assert (item.thread, item.version, item.id) == ("T1012", 1, "T1012~v1")
+    assert item.category == "refund"
+    assert item.trigger.event_id == "helpdesk:evt_1"
+    assert item.cost.input_tokens > 0 and item.cost.output_tokens > 0
+    expected = (item.cost.input_tokens * 0.15 + item.cost.output_tokens * 0.60) / 1e6
+    assert abs(item.cost.usd - expected) < 1e-6
+    [stored] = [m for m in await messages(bus.js, subjects.INBOX)]
+    assert stored.headers["Nats-Msg-Id"] == "inbox.item:T1012:v1"
+    [request] = fake_llm.requests
+    assert request["tool_choice"]["function"]["name"] == "Draft"
+    assert request["authorization"] == "Bearer test-key"
+    assert "Charged twice" in request["messages"][-1]["content"]  # the ticket, as quoted data
+
+
+async def test_a_model_answering_503_twice_is_retried_to_one_item(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    fake_llm.fail_next(503, times=2)
+    harness.start()
+    await send_event(bus, "T1003", "evt_2")
+    await eventually(lambda: items(bus), timeout=30, message="the item after two 503s")
+    await eventually(lambda: settled(bus), message="the work item acked")
+    assert len(fake_llm.requests) == 3
+    assert len(await items(bus)) == 1
+    info = await bus.js.consumer_info(subjects.WORK, "drafter")
+    assert info.delivered.consumer_seq == 3  # three deliveries of the one event
+
+
+async def test_rejected_model_credentials_dead_letter_after_one_attempt(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    fake_llm.fail_next(401, times=5)
+    harness.start()
+    await send_event(bus, "T1012", "evt_3")
+    await eventually(lambda: messages(bus.js, subjects.DLQ), timeout=20, message="a dead letter")
+    [dead] = await messages(bus.js, subjects.DLQ)
+    assert dead.headers["Desk-Dlq-Attempts"] == "1"
+    assert dead.headers["Desk-Dlq-Reason"] == "permanent"
+    assert "credentials" in dead.headers["Desk-Dlq-Error"]
+    assert len(fake_llm.requests) == 1
+    assert await items(bus) == []
+
+
+async def test_an_unknown_ticket_is_dead_lettered_once_without_a_model_call(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    harness.start()
+    await send_event(bus, "T9999", "evt_4")
+    await eventually(lambda: messages(bus.js, subjects.DLQ), timeout=20, message="a dead letter")
+    [dead] = await messages(bus.js, subjects.DLQ)
+    assert dead.headers["Desk-Dlq-Attempts"] == "1"
+    assert "T9999 does not exist" in dead.headers["Desk-Dlq-Error"]
+    assert fake_llm.requests == []
+
+
+async def test_a_closed_ticket_gets_no_model_call_and_no_item(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    harness.start()
+    await send_event(bus, "T1040", "evt_5")
+    await eventually(lambda: settled(bus), timeout=20, message="the event acked")
+    assert fake_llm.requests == []
+    assert await items(bus) == []
+    assert (await bus.js.stream_info(subjects.DLQ)).state.messages == 0
+
+
+async def test_a_lawyer_ticket_becomes_a_notify_item_that_refuses_accept_and_edit(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    harness.start()
+    await send_event(bus, "T1027", "evt_6")
+    await eventually(lambda: items(bus), timeout=20, message="the notify item")
+    [item] = await items(bus)
+    assert item.action_request.action == "notify_supervisor"
+    assert "lawyer" in item.action_request.args["matched"]
+    assert item.config.allow_ignore
+    assert not (item.config.allow_accept or item.config.allow_edit or item.config.allow_respond)
+    assert fake_llm.requests == []
+
+    await decide(bus, item, "accept")
+    await eventually(
+        lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="the accept refused"
+    )
+    assert await items(bus) == [item]
+
+
+async def test_feedback_produces_version_2_whose_prompt_carries_all_feedback(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    harness.start()
+    await send_event(bus, "T1041", "evt_7")
+    await eventually(lambda: items(bus), timeout=20, message="version 1")
+    [v1] = await items(bus)
+
+    await decide(bus, v1, "response", "Mention that the invoice is sent within 2 days")
+    await eventually(lambda: _count(bus, 2), timeout=20, message="version 2")
+    v2 = (await items(bus))[1]
+    assert (v2.version, v2.id, v2.thread) == (2, "T1041~v2", "T1041")
+    assert v2.feedback == ["Mention that the invoice is sent within 2 days"]
+    assert (
+        "- Mention that the invoice is sent within 2 days"
+        in fake_llm.requests[-1]["messages"][-1]["content"]
+    )
+    assert "Mention that the invoice is sent within 2 days" in v2.action_request.args["reply"]
+
+    await decide(bus, v2, "response", "Also apologise for the delay")
+    await eventually(lambda: _count(bus, 3), timeout=20, message="version 3")
+    last_prompt = fake_llm.requests[-1]["messages"][-1]["content"]
+    assert "- Mention that the invoice is sent within 2 days" in last_prompt
+    assert "- Also apologise for the delay" in last_prompt
+
+    await decide(bus, v1, "accept")  # a decision on a superseded version is refused
+    v3 = (await items(bus))[2]
+    await decide(bus, v3, "accept")
+    await eventually(
+        lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="decisions handled"
+    )
+    assert len(await items(bus)) == 3
+    assert len(fake_llm.requests) == 3
+
+
+async def test_duplicate_events_and_a_second_event_for_the_ticket_make_one_item(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    harness.start()
+    await send_event(bus, "T1012", "evt_8")
+    await send_event(bus, "T1012", "evt_8", router_msg_id="beyond-the-dedup-window")
+    await send_event(bus, "T1012", "evt_9", event_type="ticket.updated")
+    await eventually(lambda: settled(bus), timeout=20, message="three events handled")
+    assert len(await items(bus)) == 1
+    assert len(fake_llm.requests) == 1
+
+
+async def test_killed_after_the_model_call_the_item_is_emitted_once_without_calling_again(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    # INBOX takes decisions only for now, so the item cannot be published: the drafter is
+    # held after the model call, with the draft checkpointed.
+    info = await bus.js.stream_info(subjects.INBOX)
+    info.config.subjects = [subjects.INBOX_DECISION]
+    await bus.js.update_stream(info.config)
+    first = harness.start(DESK_PROVISION="false")
+    await send_event(bus, "T1012", "evt_10")
+    await eventually(lambda: len(fake_llm.requests) == 1, timeout=20, message="the model call")
+    await eventually(lambda: _waiting_for_review(harness), message="the draft checkpointed")
+    first.kill()
+
+    info.config.subjects = ["inbox.>"]
+    await bus.js.update_stream(info.config)
+    harness.start()
+    await eventually(lambda: items(bus), timeout=30, message="the item after the restart")
+    await eventually(lambda: settled(bus), timeout=20, message="the event acked")
+    assert len(await items(bus)) == 1
+    assert len(fake_llm.requests) == 1
+
+
+def _waiting_for_review(harness: Harness) -> bool:
+    path = harness.root / "var" / "drafter-checkpoints.sqlite"
+    if not path.exists():
+        return False
+    with sqlite3.connect(path) as db:
+        rows = db.execute(
+            "SELECT COUNT(*) FROM writes WHERE thread_id = 'T1012' AND channel = '__interrupt__'"
+        ).fetchone()
+    return bool(rows and rows[0])
+
+
+async def _count(bus: Bus, n: int) -> bool:
+    return len(await items(bus)) >= n
