@@ -78,13 +78,14 @@ def _helpdesk_create(args: argparse.Namespace) -> int:
     from shared.errors import TransientError
     from shared.settings import HelpdeskSettings
 
-    from .helpdesk import create
+    from .helpdesk import create, ensure_demo
 
     settings = HelpdeskSettings()
     if settings.helpdesk_kind != "sql":
         print("desk helpdesk: only the demo (sql) helpdesk can be written to", file=sys.stderr)
         return 2
     try:
+        ensure_demo(settings.helpdesk_location())  # the demo helpdesk always has its tickets
         ticket = create(
             settings.helpdesk_location(), args.customer, args.subject, args.body, args.priority
         )

@@ -195,3 +195,25 @@ def _waiting_for_review(harness: Harness) -> bool:
 
 async def _count(bus: Bus, n: int) -> bool:
     return len(await items(bus)) >= n
+
+
+async def test_a_draft_failing_the_checks_is_redrafted_once_then_reviewed_with_a_warning(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    def promises_money(body: dict[str, object]) -> dict[str, str]:
+        return {
+            "category": "refund",
+            "summary": "Refund request",
+            "reply": "Hi, we will refund $49.99 today, see https://example.com. The Support Team",
+        }
+
+    fake_llm.responder = promises_money
+    harness.start()
+    await send_event(bus, "T1012", "evt_11")
+    await eventually(lambda: items(bus), timeout=20, message="the item")
+    [item] = await items(bus)
+    assert len(fake_llm.requests) == 2
+    assert "names an amount of money" in fake_llm.requests[1]["messages"][-1]["content"]
+    assert any("amount of money" in w for w in item.warnings)
+    assert any("link" in w for w in item.warnings)
+    assert item.description and "Check before sending" in item.description
