@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -93,11 +94,21 @@ class HttpServer:
         self._socket.close()
 
 
+async def unexpected_error(request: Request, exc: Exception) -> Response:
+    """A bug must not look like a refusal: log it, answer 503 with Retry-After, never a 500."""
+    logging.getLogger("desk.http").exception("unexpected error answering %s", request.url.path)
+    return JSONResponse(
+        {"error": "temporarily unable to answer; retry later"},
+        status_code=503,
+        headers={"Retry-After": "5"},
+    )
+
+
 def make_app(
     routes: Sequence[BaseRoute],
     ready: ReadyCheck,
     exception_handlers: Mapping[Any, ExceptionHandler] | None = None,
 ) -> Starlette:
-    return Starlette(
-        routes=[*health_routes(ready), *routes], exception_handlers=dict(exception_handlers or {})
-    )
+    handlers: dict[Any, ExceptionHandler] = {Exception: unexpected_error}
+    handlers.update(exception_handlers or {})
+    return Starlette(routes=[*health_routes(ready), *routes], exception_handlers=handlers)

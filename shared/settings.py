@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .retry import RetryPolicy
@@ -165,9 +165,26 @@ class DrafterSettings(HelpdeskSettings):
     max_reply_chars: int = Field(default=3000, ge=200)
 
 
+class ReviewerConfig(BaseModel):
+    name: str = Field(min_length=1)
+    role: Literal["reviewer", "viewer"] = "reviewer"
+    token_sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 hex of the token")
+
+
 class InboxApiSettings(DeskSettings):
     service: ClassVar[str] = "inbox_api"
     http_port: int = 8001
+    reviewers: list[ReviewerConfig] = Field(
+        default_factory=list,
+        description="JSON list of {name, role, token_sha256}; the dev tokens when empty",
+    )
+    session_secret: SecretStr | None = Field(
+        default=None, description="signs the web session cookie (random per start when unset)"
+    )
+    cookie_secure: bool = Field(
+        default=False, description="send the session cookie over HTTPS only"
+    )
+    relay_interval: float = Field(default=5.0, gt=0, description="seconds between republish scans")
 
 
 class SenderSettings(DeskSettings):

@@ -1,11 +1,55 @@
-"""The inbox_api service (thin for now): starts, connects, provisions and reports healthy."""
+"""The inbox_api service: projects items into SQL and serves the review inbox (API, page, CLI)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+
+from shared import subjects
+from shared.consumer import Consumer
+from shared.db import database_url, make_engine
 from shared.service import Service
 from shared.settings import InboxApiSettings
 
+from . import store
+from .api import Inbox
+from .api import routes as api_routes
+from .auth import Reviewers
+from .handlers import Projection, relay
+
+log = logging.getLogger(__name__)
+
 
 async def run(settings: InboxApiSettings) -> None:
-    async with Service(settings) as svc:
-        await svc.until_stopped()
+    engine = make_engine(database_url(settings.database_url, settings.var_dir, "inbox"))
+    await asyncio.to_thread(store.create_tables, engine)
+    reviewers = Reviewers.load(settings.reviewers, settings.var_dir)
+    inbox = Inbox(engine, reviewers)
+    try:
+        async with Service(settings, routes=api_routes, state={"inbox": inbox}) as svc:
+            if not reviewers:
+                log.warning("no reviewer tokens configured: every API call will get 401")
+            if svc.bus is not None:
+                projection = Projection(engine)
+                await svc.consume(
+                    Consumer(
+                        name="inbox_api",
+                        stream=subjects.INBOX,
+                        subjects=(subjects.INBOX_ITEM,),
+                        handler=projection.on_item,
+                        **settings.consumer_options(),
+                    )
+                )
+                stop = asyncio.Event()
+                relaying = asyncio.create_task(
+                    relay(svc.bus, engine, settings.relay_interval, stop)
+                )
+                await svc.until_stopped()
+                stop.set()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await relaying
+            else:
+                await svc.until_stopped()
+    finally:
+        engine.dispose()

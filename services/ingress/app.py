@@ -119,10 +119,4 @@ async def _receive(request: Request, intake: Intake, source: Source | None) -> R
     )
 
 
-async def never_500(request: Request, exc: Exception) -> Response:
-    """A bug must not look like a rejection: ask the sender to retry, and log it."""
-    log.exception("unexpected error while receiving a webhook")
-    return _error(503, "temporarily unable to accept events", headers={"Retry-After": "5"})
-
-
 routes = [Route("/webhooks/{source}", receive, methods=["POST"])]

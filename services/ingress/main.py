@@ -8,7 +8,7 @@ from shared.service import Service
 from shared.settings import IngressSettings
 
 from . import sources
-from .app import Intake, never_500, routes
+from .app import Intake, routes
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +19,6 @@ async def run(settings: IngressSettings) -> None:
     async with Service(
         settings,
         routes=routes,
-        exception_handlers={Exception: never_500},
         state={"intake": intake},
     ) as svc:
         if configured:

@@ -1,0 +1,238 @@
+"""The review inbox as a JSON API (described at /openapi.json).
+
+Reading needs any reviewer token (`viewer` or `reviewer`); deciding and replaying dead letters
+need the `reviewer` role. The reviewer's name comes from the token, never from the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import ValidationError
+from sqlalchemy.engine import Engine
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from shared import deadletters, ids, subjects
+from shared import headers as h
+from shared.bus import Bus
+from shared.envelope import Envelope
+from shared.errors import PermanentError, TransientError
+from shared.inbox import Decision
+
+from . import store
+from .auth import Reviewers, bearer
+from .openapi import document
+from .schemas import DecisionRequest
+
+log = logging.getLogger(__name__)
+
+SOURCE = "/desk/inbox_api"
+
+
+@dataclass(frozen=True)
+class Inbox:
+    engine: Engine
+    reviewers: Reviewers
+
+
+def error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, **extra)
+
+
+def _inbox(request: Request) -> Inbox:
+    inbox: Inbox = request.app.state.inbox
+    return inbox
+
+
+def _bus(request: Request) -> Bus | None:
+    bus: Bus | None = request.app.state.service.bus
+    return bus
+
+
+def authorize(request: Request, role: Literal["viewer", "reviewer"]) -> store.Reviewer | Response:
+    reviewer = _inbox(request).reviewers.authenticate(bearer(request.headers.get("authorization")))
+    if reviewer is None:
+        return error(401, "a reviewer token is required", headers={"WWW-Authenticate": "Bearer"})
+    if role == "reviewer" and reviewer.role != "reviewer":
+        return error(403, "this token may read the inbox but not decide")
+    return reviewer
+
+
+async def publish_decision(bus: Bus | None, engine: Engine, decision: Decision) -> bool:
+    """Publish a recorded decision; False leaves it for the relay to publish later."""
+    if bus is None or not bus.connected:
+        return False
+    msg_id = ids.decision(decision.thread, decision.version)
+    envelope = Envelope(
+        id=msg_id,
+        source=SOURCE,
+        type=subjects.INBOX_DECISION,
+        subject=decision.thread,
+        time=decision.decided_at,
+        data=decision.model_dump(mode="json"),
+    )
+    try:
+        await bus.publish(
+            subjects.INBOX_DECISION,
+            envelope.to_bytes(),
+            msg_id=msg_id,
+            headers={h.CORRELATION_ID: msg_id},
+        )
+    except (TransientError, PermanentError) as exc:
+        log.warning("decision recorded, publish deferred: %s", exc)
+        return False
+    await asyncio.to_thread(store.mark_published, engine, decision.thread, decision.version)
+    return True
+
+
+async def list_items(request: Request) -> Response:
+    who = authorize(request, "viewer")
+    if isinstance(who, Response):
+        return who
+    q = request.query_params
+    status = q.get("status") or None
+    if status is not None and status not in store.STATUSES:
+        return error(422, f"status must be one of {', '.join(store.STATUSES)}")
+    sort = q.get("sort", "oldest")
+    if sort not in ("oldest", "newest"):
+        return error(422, "sort must be oldest or newest")
+    try:
+        limit = int(q.get("limit", "50"))
+    except ValueError:
+        return error(422, "limit must be a whole number")
+    if not 1 <= limit <= 200:
+        return error(422, "limit must be between 1 and 200")
+    try:
+        items, next_cursor = await asyncio.to_thread(
+            store.list_items,
+            _inbox(request).engine,
+            status=status,
+            category=q.get("category") or None,
+            source=q.get("source") or None,
+            text=q.get("text") or None,
+            sort=sort,  # type: ignore[arg-type]
+            cursor=q.get("cursor") or None,
+            limit=limit,
+        )
+    except store.Invalid as exc:
+        return error(422, str(exc))
+    return JSONResponse({"items": items, "next_cursor": next_cursor})
+
+
+async def get_item(request: Request) -> Response:
+    who = authorize(request, "viewer")
+    if isinstance(who, Response):
+        return who
+    item = await asyncio.to_thread(
+        store.get_item, _inbox(request).engine, request.path_params["id"]
+    )
+    if item is None:
+        return error(404, "no such item")
+    return JSONResponse(item)
+
+
+async def post_decision(request: Request) -> Response:
+    who = authorize(request, "reviewer")
+    if isinstance(who, Response):
+        return who
+    try:
+        body = DecisionRequest.model_validate_json(await request.body())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        status = 400 if first["type"] == "json_invalid" else 422
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        return error(status, f"{where}: {first['msg']}")
+    kind, args = body.normalized()
+    engine = _inbox(request).engine
+    try:
+        decision = await asyncio.to_thread(
+            store.decide, engine, request.path_params["id"], kind, args, body.version, who
+        )
+    except store.NotFound:
+        return error(404, "no such item")
+    except store.Conflict as exc:
+        return error(409, str(exc))
+    except store.Invalid as exc:
+        return error(422, str(exc))
+    published = await publish_decision(_bus(request), engine, decision)
+    return JSONResponse(
+        {
+            "accepted": True,
+            "item_id": decision.item_id,
+            "type": decision.type,
+            "reviewer": decision.reviewer,
+            "published": published,
+        },
+        status_code=202,
+    )
+
+
+async def get_stats(request: Request) -> Response:
+    who = authorize(request, "viewer")
+    if isinstance(who, Response):
+        return who
+    result = await asyncio.to_thread(store.stats, _inbox(request).engine)
+    bus = _bus(request)
+    result["dead_letters"] = await deadletters.count(bus.js) if bus and bus.connected else None
+    return JSONResponse(result)
+
+
+async def list_dead_letters(request: Request) -> Response:
+    who = authorize(request, "viewer")
+    if isinstance(who, Response):
+        return who
+    bus = _bus(request)
+    if bus is None or not bus.connected:
+        return error(503, "the event store is unavailable", headers={"Retry-After": "5"})
+    letters = await deadletters.list_dead_letters(bus.js, limit=200)
+    return JSONResponse({"dead_letters": [d.model_dump(mode="json") for d in letters]})
+
+
+async def replay_dead_letter(request: Request) -> Response:
+    who = authorize(request, "reviewer")
+    if isinstance(who, Response):
+        return who
+    try:
+        letter_id = int(request.path_params["id"])
+    except ValueError:
+        return error(404, "no such dead letter")
+    bus = _bus(request)
+    if bus is None or not bus.connected:
+        return error(503, "the event store is unavailable", headers={"Retry-After": "5"})
+    try:
+        result = await deadletters.replay(bus, letter_id)
+    except LookupError:
+        return error(404, "no such dead letter")
+    log.info("dead letter %s replayed by %s", letter_id, who.name)
+    return JSONResponse({"replayed": letter_id, **result.model_dump(mode="json")}, status_code=202)
+
+
+async def get_review_log(request: Request) -> Response:
+    who = authorize(request, "viewer")
+    if isinstance(who, Response):
+        return who
+    rows = await asyncio.to_thread(store.review_log, _inbox(request).engine)
+    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    return Response(body, media_type="application/x-ndjson")
+
+
+async def openapi(request: Request) -> Response:
+    return JSONResponse(document())
+
+
+routes = [
+    Route("/openapi.json", openapi, methods=["GET"]),
+    Route("/api/items", list_items, methods=["GET"]),
+    Route("/api/items/{id}", get_item, methods=["GET"]),
+    Route("/api/items/{id}/decision", post_decision, methods=["POST"]),
+    Route("/api/stats", get_stats, methods=["GET"]),
+    Route("/api/deadletters", list_dead_letters, methods=["GET"]),
+    Route("/api/deadletters/{id}/replay", replay_dead_letter, methods=["POST"]),
+    Route("/api/review-log", get_review_log, methods=["GET"]),
+]

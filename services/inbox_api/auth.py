@@ -1,0 +1,58 @@
+"""Reviewer tokens: stored as sha256 digests, compared in constant time, mapped to a name/role."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from pathlib import Path
+
+from shared.settings import ReviewerConfig
+
+from .store import Reviewer
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class Reviewers:
+    def __init__(self, configured: list[ReviewerConfig]) -> None:
+        self._entries = [
+            (bytes.fromhex(r.token_sha256), Reviewer(r.name, r.role)) for r in configured
+        ]
+
+    @classmethod
+    def load(cls, configured: list[ReviewerConfig], var_dir: Path) -> Reviewers:
+        """The configured reviewers, or the development tokens `desk up` wrote."""
+        if configured:
+            return cls(configured)
+        try:
+            creds = json.loads((Path(var_dir) / "dev-credentials.json").read_text())
+        except (OSError, ValueError):
+            return cls([])
+        dev = []
+        for key, role in (("reviewer_token", "reviewer"), ("viewer_token", "viewer")):
+            if creds.get(key):
+                dev.append(ReviewerConfig(name=role, role=role, token_sha256=digest(creds[key])))  # type: ignore[arg-type]
+        return cls(dev)
+
+    def __bool__(self) -> bool:
+        return bool(self._entries)
+
+    def authenticate(self, token: str | None) -> Reviewer | None:
+        if not token:
+            return None
+        presented = hashlib.sha256(token.encode()).digest()
+        found = None
+        for stored, reviewer in self._entries:  # every entry compared, in constant time
+            if hmac.compare_digest(presented, stored):
+                found = reviewer
+        return found
+
+
+def bearer(header: str | None) -> str | None:
+    if not header:
+        return None
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" and value.strip() else None

@@ -1,0 +1,188 @@
+"""The OpenAPI 3.1 document for the inbox API, built once from the request/response shapes."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from .schemas import DecisionRequest
+from .store import STATUSES
+
+_ERROR = {"$ref": "#/components/schemas/Error"}
+
+
+def _answer(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"description": description}
+    if schema is not None:
+        body["content"] = {"application/json": {"schema": schema}}
+    return body
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    text = {
+        400: "malformed request",
+        401: "no or unknown token",
+        403: "the token's role may not do this",
+        404: "not found",
+        409: "not waiting, or the version is no longer current",
+        422: "not allowed by the item, or incomplete",
+        503: "temporarily unavailable; retry later",
+    }
+    return {str(c): _answer(text[c], _ERROR) for c in codes}
+
+
+def _path_id(description: str, kind: str = "string") -> dict[str, Any]:
+    return {
+        "name": "id",
+        "in": "path",
+        "required": True,
+        "description": description,
+        "schema": {"type": kind},
+    }
+
+
+@functools.cache
+def document() -> dict[str, Any]:
+    decision_schema = DecisionRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+    defs = decision_schema.pop("$defs", {})
+    item = {
+        "type": "object",
+        "additionalProperties": True,
+        "required": ["id", "thread", "version", "status", "action_request", "config"],
+        "properties": {
+            "id": {"type": "string"},
+            "thread": {"type": "string"},
+            "version": {"type": "integer"},
+            "status": {"enum": list(STATUSES)},
+            "action_request": {"type": "object"},
+            "config": {"type": "object"},
+        },
+    }
+    query = [
+        {"name": "status", "in": "query", "schema": {"enum": list(STATUSES)}},
+        {"name": "category", "in": "query", "schema": {"type": "string"}},
+        {"name": "source", "in": "query", "schema": {"type": "string"}},
+        {"name": "text", "in": "query", "schema": {"type": "string"}},
+        {"name": "sort", "in": "query", "schema": {"enum": ["oldest", "newest"]}},
+        {"name": "cursor", "in": "query", "schema": {"type": "string"}},
+        {
+            "name": "limit",
+            "in": "query",
+            "schema": {"type": "integer", "minimum": 1, "maximum": 200},
+        },
+    ]
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Ambient Desk inbox",
+            "version": "1.0.0",
+            "description": "Review drafts: list, inspect, decide; dead letters; trail.",
+        },
+        "components": {
+            "securitySchemes": {"token": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {"error": {"type": "string"}},
+                },
+                "Item": item,
+                "DecisionRequest": decision_schema,
+                **defs,
+            },
+        },
+        "security": [{"token": []}],
+        "paths": {
+            "/api/items": {
+                "get": {
+                    "summary": "Items, oldest waiting first by default",
+                    "parameters": query,
+                    "responses": {
+                        "200": _answer(
+                            "a page of items",
+                            {
+                                "type": "object",
+                                "required": ["items"],
+                                "properties": {
+                                    "items": {
+                                        "type": "array",
+                                        "items": {"$ref": "#/components/schemas/Item"},
+                                    },
+                                    "next_cursor": {"type": ["string", "null"]},
+                                },
+                            },
+                        ),
+                        **_errors(401, 422, 503),
+                    },
+                }
+            },
+            "/api/items/{id}": {
+                "get": {
+                    "summary": "One item with its versions, feedback, decisions and result",
+                    "parameters": [_path_id("item id, <thread>~v<version>")],
+                    "responses": {
+                        "200": _answer("the item", {"$ref": "#/components/schemas/Item"}),
+                        **_errors(401, 404, 503),
+                    },
+                }
+            },
+            "/api/items/{id}/decision": {
+                "post": {
+                    "summary": "Decide on the version you saw",
+                    "parameters": [_path_id("item id")],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/DecisionRequest"}
+                            }
+                        },
+                    },
+                    "responses": {
+                        "202": _answer("recorded and published", {"type": "object"}),
+                        **_errors(400, 401, 403, 404, 409, 422, 503),
+                    },
+                }
+            },
+            "/api/stats": {
+                "get": {
+                    "summary": "Counts, oldest waiting item, decision mix, dead letters",
+                    "responses": {
+                        "200": _answer("statistics", {"type": "object"}),
+                        **_errors(401, 503),
+                    },
+                }
+            },
+            "/api/deadletters": {
+                "get": {
+                    "summary": "Dead letters, oldest first",
+                    "responses": {
+                        "200": _answer("dead letters", {"type": "object"}),
+                        **_errors(401, 503),
+                    },
+                }
+            },
+            "/api/deadletters/{id}/replay": {
+                "post": {
+                    "summary": "Republish a dead letter's original message",
+                    "parameters": [_path_id("dead letter id", "integer")],
+                    "responses": {
+                        "202": _answer("replayed", {"type": "object"}),
+                        **_errors(401, 403, 404, 503),
+                    },
+                }
+            },
+            "/api/review-log": {
+                "get": {
+                    "summary": "Every decision, as JSON lines",
+                    "responses": {
+                        "200": {
+                            "description": "JSON lines",
+                            "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+                        },
+                        **_errors(401, 503),
+                    },
+                }
+            },
+        },
+    }

@@ -1,0 +1,36 @@
+"""Request bodies of the inbox API (their JSON schemas also feed /openapi.json)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EditedAction(BaseModel):
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class DecisionRequest(BaseModel):
+    """An Agent Inbox HumanResponse plus the version the reviewer saw; LangChain's
+    human-in-the-loop words (approve, reject, respond, edit with edited_action) work too."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["accept", "edit", "response", "ignore", "approve", "reject", "respond"]
+    args: Any = None
+    version: int = Field(ge=1)
+    edited_action: EditedAction | None = None
+    message: str | None = None
+
+    def normalized(self) -> tuple[str, Any]:
+        kind = {"approve": "accept", "reject": "ignore", "respond": "response"}.get(
+            self.type, self.type
+        )
+        args = self.args
+        if kind == "response" and args is None:
+            args = self.message
+        if kind == "edit" and self.edited_action is not None:
+            args = {"action": self.edited_action.name, "args": self.edited_action.args}
+        return kind, args

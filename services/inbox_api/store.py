@@ -1,0 +1,469 @@
+"""The inbox in SQL: items projected from `inbox.item`, and the decisions on them (the trail).
+
+Idempotent projection: an item already stored, or an older version arriving after a newer
+one, changes nothing that matters (the older one is kept as history, superseded). One decision
+per item version, enforced by a UNIQUE constraint, so a double click decides once.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy import JSON, Column, DateTime, UniqueConstraint, func, or_
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Field, Session, SQLModel, col, select
+
+from shared.inbox import ActionRequest, Decision, InboxItem, InterruptConfig
+
+Status = Literal["waiting", "decided", "ignored", "sent", "failed", "superseded"]
+STATUSES: tuple[str, ...] = ("waiting", "decided", "ignored", "sent", "failed", "superseded")
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _utc(value: dt.datetime | None) -> dt.datetime | None:
+    if value is None:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+class ItemRow(SQLModel, table=True):
+    __tablename__ = "inbox_items"
+    __table_args__ = (UniqueConstraint("thread", "version", name="uq_inbox_item_version"),)
+
+    id: str = Field(primary_key=True)
+    thread: str = Field(index=True)
+    version: int
+    status: str = Field(index=True)
+    category: str | None = Field(default=None, index=True)
+    ticket_id: str | None = None
+    summary: str | None = None
+    description: str | None = None
+    action: str
+    action_request: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    config: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    trigger_source: str = Field(index=True)
+    trigger_type: str
+    trigger_event_id: str
+    cost: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    warnings: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    feedback: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    decision: str | None = None
+    result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), index=True))
+    updated_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+
+
+class DecisionRow(SQLModel, table=True):
+    """The approval trail: who decided what, on which draft, when."""
+
+    __tablename__ = "inbox_decisions"
+    __table_args__ = (UniqueConstraint("thread", "version", name="uq_inbox_decision_version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    item_id: str = Field(index=True)
+    thread: str = Field(index=True)
+    version: int
+    type: str
+    reviewer: str
+    category: str | None = None
+    decided_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+    args: Any = Field(default=None, sa_column=Column(JSON, nullable=True))
+    model_draft: str | None = None
+    final_text: str | None = None
+    feedback: str | None = None
+    published: bool = Field(default=False, index=True)
+
+
+class NotFound(LookupError):
+    pass
+
+
+class Conflict(Exception):
+    """409: the item is not waiting, or the version the reviewer saw is no longer current."""
+
+
+class Invalid(ValueError):
+    """422: a decision the item does not allow, or one that is incomplete."""
+
+
+@dataclass(frozen=True)
+class Reviewer:
+    name: str
+    role: Literal["reviewer", "viewer"]
+
+
+def create_tables(engine: Engine) -> None:
+    SQLModel.metadata.create_all(engine, tables=[ItemRow.__table__, DecisionRow.__table__])  # type: ignore[attr-defined]
+
+
+# -- projection --------------------------------------------------------------------------------
+
+
+def project(engine: Engine, item: InboxItem) -> bool:
+    """Store one item version; True if it was new."""
+    with Session(engine) as session:
+        if session.get(ItemRow, item.id) is not None:
+            return False
+        newer = session.exec(
+            select(ItemRow.id).where(ItemRow.thread == item.thread, ItemRow.version > item.version)
+        ).first()
+        now = _now()
+        row = ItemRow(
+            id=item.id,
+            thread=item.thread,
+            version=item.version,
+            status="superseded" if newer else "waiting",
+            category=item.category,
+            ticket_id=item.ticket_id,
+            summary=item.summary,
+            description=item.description,
+            action=item.action_request.action,
+            action_request=item.action_request.model_dump(mode="json"),
+            config=item.config.model_dump(mode="json"),
+            trigger_source=item.trigger.source,
+            trigger_type=item.trigger.type,
+            trigger_event_id=item.trigger.event_id,
+            cost=item.cost.model_dump(mode="json"),
+            warnings=list(item.warnings),
+            feedback=list(item.feedback),
+            created_at=item.created_at,
+            updated_at=now,
+        )
+        session.add(row)
+        if not newer:
+            older = session.exec(
+                select(ItemRow).where(
+                    ItemRow.thread == item.thread,
+                    ItemRow.version < item.version,
+                    or_(
+                        col(ItemRow.status) == "waiting",
+                        (col(ItemRow.status) == "decided") & (col(ItemRow.decision) == "response"),
+                    ),
+                )
+            ).all()
+            for old in older:
+                old.status = "superseded"
+                old.updated_at = now
+                session.add(old)
+        try:
+            session.commit()
+        except IntegrityError:  # another replica stored it a moment ago
+            session.rollback()
+            return False
+        return True
+
+
+# -- decisions ---------------------------------------------------------------------------------
+
+
+def _edited_request(row: ItemRow, args: Any) -> ActionRequest:
+    """Accept an Agent Inbox ActionRequest, a partial args object, or plain text."""
+    current = ActionRequest.model_validate(row.action_request)
+    if isinstance(args, dict) and isinstance(args.get("args"), dict):
+        edited = ActionRequest(action=str(args.get("action") or current.action), args=args["args"])
+        return ActionRequest(action=edited.action, args={**current.args, **edited.args})
+    if isinstance(args, dict):
+        return ActionRequest(action=current.action, args={**current.args, **args})
+    if isinstance(args, str):
+        return ActionRequest(action=current.action, args={**current.args, "reply": args})
+    raise Invalid("an edit needs the edited action request (or the edited reply)")
+
+
+def decide(
+    engine: Engine, item_id: str, kind: str, args: Any, version: int, reviewer: Reviewer
+) -> Decision:
+    """Record a decision (the trail row) and return it for publishing; raises 404/409/422 kinds."""
+    with Session(engine) as session:
+        row = session.get(ItemRow, item_id)
+        if row is None:
+            raise NotFound(f"no item {item_id}")
+        if version != row.version:
+            raise Conflict(f"you saw v{version}; this item is v{row.version}")
+        if row.status != "waiting":
+            latest = session.exec(
+                select(func.max(ItemRow.version)).where(ItemRow.thread == row.thread)
+            ).one()
+            if row.status == "superseded" and latest:
+                raise Conflict(f"v{row.version} was superseded by v{latest}")
+            raise Conflict(f"this item is {row.status}, not waiting for a decision")
+        config = InterruptConfig.model_validate(row.config)
+        if not config.allows(kind):  # type: ignore[arg-type]
+            raise Invalid(f"{kind} is not allowed on this item")
+        draft = str(row.action_request.get("args", {}).get("reply") or "") or None
+        final_text = feedback = None
+        if kind == "edit":
+            edited = _edited_request(row, args)
+            final_text = str(edited.args.get("reply") or "").strip()
+            if not final_text:
+                raise Invalid("an edit needs a non-empty reply")
+            args = edited.model_dump(mode="json")
+        elif kind == "response":
+            feedback = str(args or "").strip()
+            if not feedback:
+                raise Invalid("feedback must not be empty")
+            args = feedback
+        elif kind == "accept":
+            final_text = draft
+            args = None
+        else:
+            args = None
+        decided_at = _now()
+        session.add(
+            DecisionRow(
+                item_id=row.id,
+                thread=row.thread,
+                version=row.version,
+                type=kind,
+                reviewer=reviewer.name,
+                category=row.category,
+                decided_at=decided_at,
+                args=args,
+                model_draft=draft,
+                final_text=final_text,
+                feedback=feedback,
+            )
+        )
+        row.status = "ignored" if kind == "ignore" else "decided"
+        row.decision = kind
+        row.updated_at = decided_at
+        session.add(row)
+        try:
+            session.commit()
+        except IntegrityError:
+            session.rollback()
+            raise Conflict("this item was decided a moment ago") from None
+        return Decision(
+            type=kind,  # type: ignore[arg-type]
+            args=args,
+            item_id=row.id,
+            thread=row.thread,
+            version=row.version,
+            reviewer=reviewer.name,
+            decided_at=decided_at,
+        )
+
+
+def mark_published(engine: Engine, thread: str, version: int) -> None:
+    with Session(engine) as session:
+        row = session.exec(
+            select(DecisionRow).where(DecisionRow.thread == thread, DecisionRow.version == version)
+        ).first()
+        if row is not None and not row.published:
+            row.published = True
+            session.add(row)
+            session.commit()
+
+
+def unpublished(engine: Engine, older_than: float) -> list[Decision]:
+    """Decisions recorded but not yet on the bus (a crash between commit and publish)."""
+    cutoff = _now() - dt.timedelta(seconds=older_than)
+    with Session(engine) as session:
+        rows = session.exec(
+            select(DecisionRow).where(
+                col(DecisionRow.published).is_(False), col(DecisionRow.decided_at) <= cutoff
+            )
+        ).all()
+        return [
+            Decision(
+                type=r.type,  # type: ignore[arg-type]
+                args=r.args,
+                item_id=r.item_id,
+                thread=r.thread,
+                version=r.version,
+                reviewer=r.reviewer,
+                decided_at=_utc(r.decided_at),  # type: ignore[arg-type]
+            )
+            for r in rows
+        ]
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def item_json(row: ItemRow) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "thread": row.thread,
+        "version": row.version,
+        "status": row.status,
+        "category": row.category,
+        "ticket_id": row.ticket_id,
+        "summary": row.summary,
+        "description": row.description,
+        "action_request": row.action_request,
+        "config": row.config,
+        "trigger": {
+            "source": row.trigger_source,
+            "type": row.trigger_type,
+            "event_id": row.trigger_event_id,
+        },
+        "cost": row.cost,
+        "warnings": row.warnings,
+        "feedback": row.feedback,
+        "decision": row.decision,
+        "result": row.result,
+        "created_at": _utc(row.created_at).isoformat(),  # type: ignore[union-attr]
+        "updated_at": _utc(row.updated_at).isoformat(),  # type: ignore[union-attr]
+    }
+
+
+def decision_json(row: DecisionRow) -> dict[str, Any]:
+    return {
+        "item_id": row.item_id,
+        "thread": row.thread,
+        "version": row.version,
+        "type": row.type,
+        "reviewer": row.reviewer,
+        "category": row.category,
+        "decided_at": _utc(row.decided_at).isoformat(),  # type: ignore[union-attr]
+        "args": row.args,
+        "model_draft": row.model_draft,
+        "final_text": row.final_text,
+        "feedback": row.feedback,
+    }
+
+
+def encode_cursor(created_at: dt.datetime, item_id: str) -> str:
+    raw = json.dumps([_utc(created_at).isoformat(), item_id]).encode()  # type: ignore[union-attr]
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        stamp, item_id = json.loads(raw)
+        return dt.datetime.fromisoformat(stamp), str(item_id)
+    except (ValueError, TypeError, json.JSONDecodeError):
+        raise Invalid("cursor is not one this API gave out") from None
+
+
+def list_items(
+    engine: Engine,
+    *,
+    status: str | None = None,
+    category: str | None = None,
+    source: str | None = None,
+    text: str | None = None,
+    sort: Literal["oldest", "newest"] = "oldest",
+    cursor: str | None = None,
+    limit: int = 50,
+) -> tuple[list[dict[str, Any]], str | None]:
+    query = select(ItemRow)
+    if status:
+        query = query.where(ItemRow.status == status)
+    if category:
+        query = query.where(ItemRow.category == category)
+    if source:
+        query = query.where(ItemRow.trigger_source == source)
+    if text:
+        pattern = f"%{text.lower()}%"
+        query = query.where(
+            or_(
+                func.lower(func.coalesce(ItemRow.summary, "")).like(pattern),
+                func.lower(func.coalesce(ItemRow.description, "")).like(pattern),
+                func.lower(func.coalesce(ItemRow.ticket_id, "")).like(pattern),
+            )
+        )
+    created, ident = col(ItemRow.created_at), col(ItemRow.id)
+    if cursor:
+        after_time, after_id = decode_cursor(cursor)
+        if sort == "oldest":
+            query = query.where(
+                or_(created > after_time, (created == after_time) & (ident > after_id))
+            )
+        else:
+            query = query.where(
+                or_(created < after_time, (created == after_time) & (ident < after_id))
+            )
+    order = (created.asc(), ident.asc()) if sort == "oldest" else (created.desc(), ident.desc())
+    with Session(engine) as session:
+        rows = session.exec(query.order_by(*order).limit(limit + 1)).all()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = encode_cursor(rows[-1].created_at, rows[-1].id) if more and rows else None
+    return [item_json(r) for r in rows], next_cursor
+
+
+def get_item(engine: Engine, item_id: str) -> dict[str, Any] | None:
+    with Session(engine) as session:
+        row = session.get(ItemRow, item_id)
+        if row is None:
+            return None
+        versions = session.exec(
+            select(ItemRow).where(ItemRow.thread == row.thread).order_by(col(ItemRow.version))
+        ).all()
+        decisions = session.exec(
+            select(DecisionRow)
+            .where(DecisionRow.thread == row.thread)
+            .order_by(col(DecisionRow.id))
+        ).all()
+        detail = item_json(row)
+        detail["versions"] = [
+            {
+                "id": v.id,
+                "version": v.version,
+                "status": v.status,
+                "reply": v.action_request.get("args", {}).get("reply"),
+                "feedback": v.feedback,
+                "created_at": _utc(v.created_at).isoformat(),  # type: ignore[union-attr]
+            }
+            for v in versions
+        ]
+        detail["decisions"] = [decision_json(d) for d in decisions]
+        return detail
+
+
+def stats(engine: Engine) -> dict[str, Any]:
+    with Session(engine) as session:
+        by_status = dict(
+            session.exec(select(ItemRow.status, func.count()).group_by(ItemRow.status)).all()
+        )
+        by_category = dict(
+            session.exec(
+                select(func.coalesce(ItemRow.category, "none"), func.count()).group_by(
+                    func.coalesce(ItemRow.category, "none")
+                )
+            ).all()
+        )
+        oldest = session.exec(
+            select(ItemRow)
+            .where(ItemRow.status == "waiting")
+            .order_by(col(ItemRow.created_at), col(ItemRow.id))
+            .limit(1)
+        ).first()
+        mix: dict[str, dict[str, int]] = {}
+        for category, kind, count in session.exec(
+            select(
+                func.coalesce(DecisionRow.category, "none"), DecisionRow.type, func.count()
+            ).group_by(func.coalesce(DecisionRow.category, "none"), DecisionRow.type)
+        ).all():
+            mix.setdefault(category, {})[kind] = count
+    oldest_json = None
+    if oldest is not None:
+        created = _utc(oldest.created_at)
+        assert created is not None
+        oldest_json = {
+            "id": oldest.id,
+            "created_at": created.isoformat(),
+            "age_seconds": int((_now() - created).total_seconds()),
+        }
+    return {
+        "by_status": {s: int(by_status.get(s, 0)) for s in STATUSES},
+        "by_category": {k: int(v) for k, v in by_category.items()},
+        "oldest_waiting": oldest_json,
+        "decision_mix": mix,
+    }
+
+
+def review_log(engine: Engine) -> list[dict[str, Any]]:
+    with Session(engine) as session:
+        rows = session.exec(select(DecisionRow).order_by(col(DecisionRow.id))).all()
+        return [decision_json(r) for r in rows]
