@@ -1,10 +1,15 @@
 """The `desk` console script.
 
-desk up                      the whole system on this machine (embedded NATS, six services)
-desk status [--json]         the running stack: URLs, pids, health
-desk provision               create or update streams and buckets (idempotent)
-desk <service>               run one service: ingress, router, drafter, inbox_api, sender,
-                             reconciler (what each Kubernetes Deployment runs)
+desk up                          the whole system on this machine (embedded NATS, services)
+desk status [--json]             the running stack: URLs, pids, health
+desk provision                   create or update streams and buckets (idempotent)
+desk send-webhook [...]          sign and send a sample event to ingress
+desk helpdesk create [...]       add a ticket to the demo helpdesk (no webhook)
+desk inbox list|show|accept|...  work the review inbox from the terminal
+desk dlq list|show|replay        inspect and replay dead letters
+desk <service>                   run one service: ingress, router, drafter, inbox_api,
+                                 sender, reconciler (what each Kubernetes Deployment runs)
+desk ingress imap                poll a mailbox into email.received events
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import importlib
 import json
 import sys
 
+from shared import logging as desk_logging
 from shared.settings import (
     SERVICE_SETTINGS,
     ConfigError,
@@ -22,6 +28,8 @@ from shared.settings import (
     ImapSettings,
     StackSettings,
 )
+
+from . import dlq
 
 ALIASES = {name.replace("_", "-"): name for name in SERVICE_SETTINGS}
 
@@ -43,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     send.add_argument("--scheme", choices=["standard", "stripe", "github"], default="standard")
     send.add_argument("--url", help="ingress base URL (default: the running stack's)")
     send.add_argument("--secret", help="signing secret (default: the stack's dev secret)")
+    dlq.add_arguments(sub)
     helpdesk = sub.add_parser("helpdesk", help="the demo helpdesk (source system)")
     helpdesk_sub = helpdesk.add_subparsers(dest="helpdesk_command", required=True)
     create = helpdesk_sub.add_parser("create", help="add a ticket without sending a webhook")
@@ -72,6 +81,18 @@ def _run_service(name: str, part: str | None = None) -> int:
         print(f"desk {name}: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _stack_nats_url() -> str:
+    """DESK_NATS_URL if set, else the running stack's broker, else the default."""
+    settings = DeskSettings()
+    if "nats_url" in settings.model_fields_set:
+        return settings.nats_url
+    try:
+        state = json.loads((settings.var_dir / "stack.json").read_text())
+        return str(state["nats_url"])
+    except (OSError, ValueError, KeyError):
+        return settings.nats_url
 
 
 def _helpdesk_create(args: argparse.Namespace) -> int:
@@ -168,6 +189,9 @@ def _provision() -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = ALIASES.get(args.command, args.command)
+    if command not in SERVICE_SETTINGS and command != "up":
+        # one-shot commands: their own messages only, not the bus's reconnect chatter
+        desk_logging.configure("desk", "ERROR", "text")
     if command == "up":
         from .stack import run
 
@@ -180,4 +204,6 @@ def main(argv: list[str] | None = None) -> int:
         return _send_webhook(args)
     if command == "helpdesk":
         return _helpdesk_create(args)
+    if command == "dlq":
+        return dlq.main(args, _stack_nats_url())
     return _run_service(command, getattr(args, "part", None))

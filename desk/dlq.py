@@ -190,5 +190,5 @@ def _shorten(text: str, width: int) -> str:
 
 
 def _clean(text: str) -> str:
-    """Show control characters (terminal escapes from outside) as `\\xNN` instead of running them."""
+    """Show control characters (terminal escapes from outside) as `\\xNN`, never run them."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

@@ -186,7 +186,8 @@ class ConsumerRuntime:
         meta = msg.metadata
         attempt = meta.num_delivered
         headers = dict(msg.headers or {})
-        msg_id = headers.get(h.MSG_ID)
+        # A replayed dead letter keeps its original id, so dedup ids derived from it still match.
+        msg_id = headers.get(h.ORIGINAL_MSG_ID) or headers.get(h.MSG_ID)
         with desk_logging.bound(msg_id, headers.get(h.CORRELATION_ID)):
             if attempt > c.max_deliver:
                 await self._dead_letter(

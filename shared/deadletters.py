@@ -24,7 +24,7 @@ from nats.js.api import RawStreamMsg
 from pydantic import BaseModel, ConfigDict
 
 from . import headers as h
-from . import subjects
+from . import ids, subjects
 from .bus import Bus
 
 STREAM = subjects.DLQ
@@ -76,11 +76,6 @@ class ReplayResult(BaseModel):
     duplicate: bool
 
 
-def replay_msg_id(id: int) -> str:
-    """The dedup id of a replay: replaying one dead letter twice stores one message."""
-    return f"replay:{id}"
-
-
 async def list_dead_letters(
     js: JetStreamContext, *, limit: int = 100, after: int | None = None
 ) -> list[DeadLetter]:
@@ -125,7 +120,7 @@ async def replay(bus: Bus, id: int) -> ReplayResult:
     if not letter.subject:
         raise ValueError(f"dead letter {id} does not record its original subject")
     published = await bus.publish(
-        letter.subject, raw.data or b"", msg_id=replay_msg_id(id), headers=letter.headers
+        letter.subject, raw.data or b"", msg_id=ids.replay(id), headers=letter.headers
     )
     try:
         await bus.js.delete_msg(STREAM, id)

@@ -37,6 +37,11 @@ def stale(ticket: str, day: dt.date) -> str:
     return f"cron:stale:{ticket}:{day.isoformat()}"
 
 
+def replay(dead_letter_id: int) -> str:
+    """Replaying one dead letter twice stores one message."""
+    return f"replay:{dead_letter_id}"
+
+
 def dead_letter(stream: str, stream_seq: int) -> str:
     """One dead letter per stored message, however often the runtime retries writing it."""
     return f"dlq:{stream}:{stream_seq}"

@@ -12,7 +12,7 @@ from shared.db import database_url, make_engine
 from shared.service import Service
 from shared.settings import InboxApiSettings
 
-from . import store
+from . import store, web
 from .api import Inbox
 from .api import routes as api_routes
 from .auth import Reviewers
@@ -26,8 +26,12 @@ async def run(settings: InboxApiSettings) -> None:
     await asyncio.to_thread(store.create_tables, engine)
     reviewers = Reviewers.load(settings.reviewers, settings.var_dir)
     inbox = Inbox(engine, reviewers)
+    secret = settings.session_secret.get_secret_value() if settings.session_secret else None
     try:
-        async with Service(settings, routes=api_routes, state={"inbox": inbox}) as svc:
+        service = Service(settings, routes=[*api_routes, *web.routes], state={"inbox": inbox})
+        for layer in web.middleware(secret, settings.cookie_secure):  # before the server starts
+            service.app.add_middleware(layer.cls, *layer.args, **layer.kwargs)
+        async with service as svc:
             if not reviewers:
                 log.warning("no reviewer tokens configured: every API call will get 401")
             if svc.bus is not None:

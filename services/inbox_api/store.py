@@ -426,13 +426,12 @@ def stats(engine: Engine) -> dict[str, Any]:
         by_status = dict(
             session.exec(select(ItemRow.status, func.count()).group_by(ItemRow.status)).all()
         )
-        by_category = dict(
-            session.exec(
-                select(func.coalesce(ItemRow.category, "none"), func.count()).group_by(
-                    func.coalesce(ItemRow.category, "none")
-                )
+        by_category = {
+            category or "none": count
+            for category, count in session.exec(
+                select(ItemRow.category, func.count()).group_by(ItemRow.category)
             ).all()
-        )
+        }
         oldest = session.exec(
             select(ItemRow)
             .where(ItemRow.status == "waiting")
@@ -441,11 +440,11 @@ def stats(engine: Engine) -> dict[str, Any]:
         ).first()
         mix: dict[str, dict[str, int]] = {}
         for category, kind, count in session.exec(
-            select(
-                func.coalesce(DecisionRow.category, "none"), DecisionRow.type, func.count()
-            ).group_by(func.coalesce(DecisionRow.category, "none"), DecisionRow.type)
+            select(DecisionRow.category, DecisionRow.type, func.count()).group_by(
+                DecisionRow.category, DecisionRow.type
+            )
         ).all():
-            mix.setdefault(category, {})[kind] = count
+            mix.setdefault(category or "none", {})[kind] = count
     oldest_json = None
     if oldest is not None:
         created = _utc(oldest.created_at)

@@ -14,7 +14,7 @@ import pytest
 
 from desk import dlq
 from desk.process import free_port
-from shared import deadletters, subjects
+from shared import deadletters, ids, subjects
 from shared.bus import Bus
 from shared.consumer import Consumer, ConsumerRuntime, Delivery
 from shared.deadletters import UnknownDeadLetter
@@ -133,7 +133,8 @@ async def test_replay_republishes_the_exact_bytes_and_removes_the_dead_letter(bu
     assert delivery.data == payload
     assert delivery.subject == SUBJECT
     assert delivery.stream_seq == result.seq
-    assert delivery.msg_id == "replay:2"
+    assert delivery.headers["Nats-Msg-Id"] == "replay:2"  # the broker dedups the replay
+    assert delivery.msg_id == "helpdesk:e2"  # handlers see the original id, so their dedup holds
     assert delivery.headers["Desk-Original-Msg-Id"] == "helpdesk:e2"
     assert delivery.headers["X-Ticket"] == "T2"
     assert not [k for k in delivery.headers if k.startswith("Desk-Dlq-")]
@@ -151,9 +152,7 @@ async def test_a_replay_interrupted_before_the_delete_is_not_published_twice(bus
     letter = await deadletters.get_dead_letter(bus.js, 1)
     assert letter is not None
     # The first attempt published, then died before deleting the dead letter.
-    first = await bus.publish(
-        letter.subject, b"once", msg_id=deadletters.replay_msg_id(1), headers=letter.headers
-    )
+    first = await bus.publish(letter.subject, b"once", msg_id=ids.replay(1), headers=letter.headers)
 
     result = await deadletters.replay(bus, 1)
 
@@ -209,19 +208,17 @@ async def test_cli_list_prints_a_table_with_redacted_errors(
 
     assert await desk_dlq(nats_server.url, "list") == 0
     out = capsys.readouterr().out
-    header, row, *rest = out.splitlines()
+    header, row, _blank, summary = out.splitlines()
     assert header.split() == [
         "ID", "TIME", "(UTC)", "SERVICE", "SUBJECT", "ATTEMPTS", "REASON", "ERROR"
     ]  # fmt: skip
-    assert row.split()[:1] == ["1"]
-    assert f"svc  {SUBJECT}  1" in row
-    assert "permanent" in row
+    assert row.split()[:1] + row.split()[3:7] == ["1", "svc", SUBJECT, "1", "permanent"]
     assert "bob@example.com" not in out
     assert "customer [email] has no ticket" in row
     assert row.endswith("…")
     error = row[row.index("customer") :]
     assert len(error) == dlq.ERROR_WIDTH
-    assert "1 shown, 1 outstanding" in out
+    assert summary == "1 shown, 1 outstanding"
 
 
 async def test_cli_show_and_replay(

@@ -1,0 +1,447 @@
+"""`desk inbox`: the review inbox from a terminal, over the inbox API (HTTP, bearer token).
+
+desk inbox list [--status S | --all] [--category C] [--source S] [--text T]
+                [--sort oldest|newest] [--limit N] [--cursor C]
+                                    a table of items (default: waiting, oldest first)
+desk inbox show ID                  the item: fields, description, warnings, cost, draft,
+                                    earlier versions with their feedback, decisions
+desk inbox accept ID                send the draft as it is
+desk inbox edit ID TEXT             send TEXT instead of the drafted reply ("-": read stdin)
+desk inbox respond ID TEXT          ask for a new draft with TEXT as feedback ("-": stdin)
+desk inbox ignore ID                close the item, send nothing
+
+Every sub-command takes `--url` (default: env `DESK_INBOX_URL`, else the running stack's
+inbox_api from `var/stack.json`) and `--token` (default: env `DESK_TOKEN`, else the running
+stack's development reviewer token). A decision first reads the item to learn the version it
+decides on, so it never decides on a draft newer than the one the reviewer could have seen.
+
+Exit status: 0 done; 1 the API refused (its status and error text on stderr) or could not be
+reached; 2 no URL or token could be found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from .stack import STATE_FILE
+
+WIDTH = 100
+TIMEOUT = 10.0
+CREDENTIALS_FILE = "dev-credentials.json"
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # keeps \t and \n
+_DONE = {
+    "accept": "accepted",
+    "edit": "edited",
+    "response": "sent feedback on",
+    "ignore": "ignored",
+}
+
+
+class InboxError(Exception):
+    """A one-line message for stderr; `code` is the exit status."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# -- arguments ---------------------------------------------------------------------------------
+
+
+def _connection_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    parser.add_argument(
+        "--url",
+        default=default,
+        help="inbox API base URL (default: $DESK_INBOX_URL, else the running stack's)",
+    )
+    parser.add_argument(
+        "--token",
+        default=default,
+        help="reviewer token (default: $DESK_TOKEN, else the running stack's dev token)",
+    )
+
+
+def add_arguments(subparsers: Any) -> None:
+    """Register `inbox` and its sub-commands on the `desk` parser's sub-parsers."""
+    inbox = subparsers.add_parser("inbox", help="list, show and decide review-inbox items")
+    _connection_options(inbox, None)
+    sub = inbox.add_subparsers(dest="inbox_command", required=True, metavar="command")
+
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = sub.add_parser(name, help=help)
+        # also accepted after the sub-command; SUPPRESS keeps a value given before it
+        _connection_options(parser, argparse.SUPPRESS)
+        return parser
+
+    listing = command("list", help="a table of items (default: waiting, oldest first)")
+    which = listing.add_mutually_exclusive_group()
+    which.add_argument("--status", default="waiting", help="only this status (default waiting)")
+    which.add_argument("--all", action="store_true", help="every status")
+    listing.add_argument("--category", help="only this category")
+    listing.add_argument("--source", help="only items triggered by this source")
+    listing.add_argument("--text", help="search summary, description and ticket id")
+    listing.add_argument("--sort", default="oldest", help="oldest (default) or newest first")
+    listing.add_argument("--limit", type=int, default=50, help="at most N rows (default 50)")
+    listing.add_argument("--cursor", help="the next page (as printed under the table)")
+    command("show", help="one item with its draft, versions and decisions").add_argument("id")
+    command("accept", help="send the draft as it is").add_argument("id")
+    edit = command("edit", help="send your text instead of the drafted reply")
+    edit.add_argument("id")
+    edit.add_argument("text", help='the reply to send ("-" reads it from stdin)')
+    respond = command("respond", help="ask for a new draft, with feedback")
+    respond.add_argument("id")
+    respond.add_argument("text", help='the feedback ("-" reads it from stdin)')
+    command("ignore", help="close the item without sending anything").add_argument("id")
+
+
+# -- entry point -------------------------------------------------------------------------------
+
+
+def main(args: argparse.Namespace, var_dir: Path) -> int:
+    command = args.inbox_command
+    try:
+        url, token = connection(args, var_dir)
+        with Client(url, token) as client:
+            if command == "list":
+                print(_list(client, args))
+            elif command == "show":
+                print(render_item(client.item(args.id)))
+            elif command in ("accept", "edit", "respond", "ignore"):
+                print(_decide(client, command, args.id, getattr(args, "text", None)))
+            else:
+                raise InboxError(f"unknown command {command!r}", 2)
+    except InboxError as exc:
+        print(f"desk inbox {command}: {_clean(str(exc))}", file=sys.stderr)
+        return exc.code
+    return 0
+
+
+def defaults(var_dir: Path) -> tuple[str | None, str | None]:
+    """(inbox API URL, dev reviewer token) of the stack running from `var_dir`, where known."""
+    url = token = None
+    var_dir = Path(var_dir)
+    creds_path = var_dir / CREDENTIALS_FILE
+    try:
+        state = json.loads((var_dir / STATE_FILE).read_text())
+        url = state["services"]["inbox_api"]["url"]
+        creds_path = Path(state.get("credentials") or creds_path)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        token = json.loads(creds_path.read_text()).get("reviewer_token") or None
+    except (OSError, ValueError, AttributeError):
+        pass
+    return url, token
+
+
+def connection(args: argparse.Namespace, var_dir: Path) -> tuple[str, str]:
+    """The URL and token to use: the options, then the environment, then the running stack."""
+    url = getattr(args, "url", None) or os.environ.get("DESK_INBOX_URL")
+    token = getattr(args, "token", None) or os.environ.get("DESK_TOKEN")
+    if not url or not token:
+        stack_url, stack_token = defaults(var_dir)
+        url, token = url or stack_url, token or stack_token
+    if not url:
+        raise InboxError("no running stack found; pass --url or set DESK_INBOX_URL", 2)
+    if not token:
+        raise InboxError("no reviewer token found; pass --token or set DESK_TOKEN", 2)
+    return url.rstrip("/"), token
+
+
+# -- HTTP --------------------------------------------------------------------------------------
+
+
+class Client:
+    """The inbox API calls the CLI makes; every failure becomes an InboxError."""
+
+    def __init__(self, url: str, token: str, timeout: float = TIMEOUT) -> None:
+        self.url = url
+        self._http = httpx.Client(
+            base_url=url,
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            timeout=timeout,
+        )
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._http.close()
+
+    def items(self, params: dict[str, str]) -> dict[str, Any]:
+        return self._call("GET", "/api/items", params=params)
+
+    def item(self, item_id: str) -> dict[str, Any]:
+        return self._call("GET", f"/api/items/{_path(item_id)}")
+
+    def decide(self, item_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._call("POST", f"/api/items/{_path(item_id)}/decision", json=body)
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        try:
+            answer = self._http.request(method, path, **kwargs)
+        except httpx.TimeoutException:
+            raise InboxError(
+                f"the inbox API at {self.url} did not answer within {self._http.timeout.read}s"
+            ) from None
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise InboxError(
+                f"cannot reach the inbox API at {self.url} ({exc.__class__.__name__});"
+                " is the stack running (`desk status`)?"
+            ) from None
+        try:
+            body = answer.json()
+        except ValueError:
+            body = None
+        if answer.status_code >= 400:
+            message = body.get("error") if isinstance(body, dict) else None
+            raise InboxError(f"{answer.status_code} {message or answer.reason_phrase}".strip())
+        if not isinstance(body, dict):
+            raise InboxError(
+                f"{self.url} answered {answer.status_code} without a JSON object;"
+                " is it the inbox API?"
+            )
+        return body
+
+
+def _path(item_id: str) -> str:
+    return quote(item_id, safe="~")
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def _list(client: Client, args: argparse.Namespace) -> str:
+    params = {"sort": args.sort, "limit": str(args.limit)}
+    if not args.all and args.status:
+        params["status"] = args.status
+    for name in ("category", "source", "text", "cursor"):
+        if getattr(args, name, None):
+            params[name] = getattr(args, name)
+    page = client.items(params)
+    items: list[dict[str, Any]] = page.get("items") or []
+    if not items:
+        what = "items" if args.all else f"{args.status} items"
+        return f"no {what}" + (" on this page" if args.cursor else "")
+    lines = [render_table(items)]
+    more = f"; next page: --cursor {page['next_cursor']}" if page.get("next_cursor") else ""
+    lines.append(f"\n{len(items)} shown{more}")
+    return "\n".join(lines)
+
+
+def _decide(client: Client, command: str, item_id: str, text: str | None) -> str:
+    if text == "-":
+        text = sys.stdin.read()
+    item = client.item(item_id)  # decide on the version the reviewer can see now
+    version = item.get("version")
+    if not isinstance(version, int):
+        raise InboxError(f"{client.url} sent an item without a version")
+    kind = {"respond": "response"}.get(command, command)
+    args: Any = None
+    if kind == "edit":
+        request = item.get("action_request") or {}
+        args = {
+            "action": request.get("action"),
+            "args": {**(request.get("args") or {}), "reply": text},
+        }
+    elif kind == "response":
+        args = text
+    answer = client.decide(item_id, {"type": kind, "args": args, "version": version})
+    done = f"{_DONE[kind]} {item.get('id', item_id)}"
+    if answer.get("published") is False:
+        done += " (recorded; it will be published when the event store is back)"
+    return _clean(done)
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+
+def age(created_at: str | None, now: dt.datetime | None = None) -> str:
+    """How long ago, in the largest whole unit: 12s, 4m, 2h, 3d."""
+    if not created_at:
+        return "-"
+    try:
+        then = dt.datetime.fromisoformat(created_at)
+    except ValueError:
+        return "?"
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=dt.UTC)
+    seconds = max(0, int(((now or dt.datetime.now(dt.UTC)) - then).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def render_table(
+    items: list[dict[str, Any]], now: dt.datetime | None = None, width: int = WIDTH
+) -> str:
+    """ID, AGE, STATUS, CATEGORY, TICKET, SUMMARY; the summary cut to fit `width` columns."""
+    header = ("ID", "AGE", "STATUS", "CATEGORY", "TICKET", "SUMMARY")
+    rows = [header]
+    for item in items:
+        rows.append(
+            (
+                _one_line(item.get("id")),
+                age(item.get("created_at"), now),
+                _one_line(item.get("status")),
+                _one_line(item.get("category")),
+                _one_line(item.get("ticket_id")),
+                _one_line(item.get("summary")),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
+    room = max(20, width - sum(widths) - 2 * (len(header) - 1))
+    return "\n".join(
+        "  ".join(
+            [*(c.ljust(w) for c, w in zip(row, widths, strict=False)), _cut(row[-1], room)]
+        ).rstrip()
+        for row in rows
+    )
+
+
+def render_item(item: dict[str, Any], now: dt.datetime | None = None) -> str:
+    """Everything a reviewer needs to decide on one item."""
+    request = item.get("action_request") or {}
+    action_args: dict[str, Any] = dict(request.get("args") or {})
+    trigger = item.get("trigger") or {}
+    config = item.get("config") or {}
+    allowed = [
+        kind
+        for kind, flag in (
+            ("accept", "allow_accept"),
+            ("edit", "allow_edit"),
+            ("respond", "allow_respond"),
+            ("ignore", "allow_ignore"),
+        )
+        if config.get(flag)
+    ]
+    created = item.get("created_at")
+    waiting = item.get("status") == "waiting"
+    fields = [
+        ("item", f"{item.get('id')}  (version {item.get('version')} of {item.get('thread')})"),
+        (
+            "status",
+            str(item.get("status")) + (f" ({item['decision']})" if item.get("decision") else ""),
+        ),
+        ("ticket", item.get("ticket_id") or "-"),
+        ("category", item.get("category") or "-"),
+        ("summary", item.get("summary") or "-"),
+        ("trigger", " ".join(str(trigger.get(k, "")) for k in ("source", "type", "event_id"))),
+        ("created", f"{_when(created)} ({age(created, now)} ago)" if created else "-"),
+        ("cost", _cost(item.get("cost") or {})),
+        ("you may", ", ".join(allowed) if waiting else f"nothing, it is {item.get('status')}"),
+    ]
+    lines = [f"{name + ':':<10}{_one_line(value)}" for name, value in fields]
+    if item.get("result"):
+        lines.append(f"{'result:':<10}{_one_line(json.dumps(item['result'], ensure_ascii=False))}")
+    if item.get("warnings"):
+        lines.append("warnings:")
+        lines.extend(f"  ! {_one_line(w)}" for w in item["warnings"])
+    if item.get("feedback"):
+        lines.append("feedback this draft answers:")
+        lines.extend(_indented(f, "  - ") for f in item["feedback"])
+    if item.get("description"):
+        lines.append("description:")
+        lines.append(_indented(item["description"]))
+    reply = action_args.pop("reply", None)
+    lines.append(f"action: {_one_line(request.get('action'))}")
+    for key, value in action_args.items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        lines.append(f"  {_one_line(key)}: {_one_line(shown)}")
+    if reply is not None:
+        lines.append("draft reply:")
+        lines.append(_indented(str(reply)) if str(reply).strip() else "  (empty)")
+    decisions: list[dict[str, Any]] = item.get("decisions") or []
+    earlier = [v for v in item.get("versions") or [] if v.get("version") != item.get("version")]
+    if earlier:
+        lines.append("other versions:")
+        for v in earlier:
+            lines.append(
+                f"  v{v.get('version')}  {_one_line(v.get('status'))}  {_when(v.get('created_at'))}"
+            )
+            if v.get("reply"):
+                lines.append(_indented(str(v["reply"]), "    reply: "))
+            for d in decisions:
+                if d.get("version") == v.get("version") and d.get("feedback"):
+                    lines.append(
+                        _indented(
+                            str(d["feedback"]), f"    feedback ({_one_line(d.get('reviewer'))}): "
+                        )
+                    )
+    lines.append("decisions:" if decisions else "decisions: none yet")
+    for d in decisions:
+        lines.append(
+            f"  v{d.get('version')}  {_one_line(d.get('type'))} by {_one_line(d.get('reviewer'))}"
+            f"  {_when(d.get('decided_at'))}"
+        )
+        if d.get("feedback"):
+            lines.append(_indented(str(d["feedback"]), "    feedback: "))
+        elif d.get("type") == "edit" and d.get("final_text"):
+            lines.append(_indented(str(d["final_text"]), "    sent: "))
+    return "\n".join(lines)
+
+
+def _when(stamp: str | None) -> str:
+    """An ISO timestamp as `2025-01-02 10:04:05 UTC`."""
+    if not stamp:
+        return "-"
+    try:
+        when = dt.datetime.fromisoformat(stamp)
+    except ValueError:
+        return _one_line(stamp)
+    when = when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _cost(cost: dict[str, Any]) -> str:
+    tokens_in, tokens_out = cost.get("input_tokens", 0), cost.get("output_tokens", 0)
+    usd = cost.get("usd", 0.0)
+    if not (tokens_in or tokens_out or usd):
+        return "none (no model call)"
+    return f"{tokens_in} tokens in, {tokens_out} out, ${float(usd):.4f}"
+
+
+def _indented(text: str, first: str = "  ") -> str:
+    """Multi-line text under a heading, each line cleaned and indented like the first."""
+    rest = " " * len(first)
+    lines = _clean(text.strip("\n")).splitlines() or [""]
+    return "\n".join((first if i == 0 else rest) + line for i, line in enumerate(lines))
+
+
+def _one_line(value: Any) -> str:
+    if value is None:
+        return "-"
+    return _clean(" ".join(str(value).split()))
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _clean(text: str) -> str:
+    """Show control characters (terminal escapes from outside) as `\\xNN`, never run them."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+__all__ = [
+    "Client",
+    "InboxError",
+    "add_arguments",
+    "age",
+    "connection",
+    "defaults",
+    "main",
+    "render_item",
+    "render_table",
+]
