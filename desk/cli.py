@@ -29,7 +29,7 @@ from shared.settings import (
     StackSettings,
 )
 
-from . import dlq
+from . import dlq, inbox
 
 ALIASES = {name.replace("_", "-"): name for name in SERVICE_SETTINGS}
 
@@ -52,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     send.add_argument("--url", help="ingress base URL (default: the running stack's)")
     send.add_argument("--secret", help="signing secret (default: the stack's dev secret)")
     dlq.add_arguments(sub)
+    inbox.add_arguments(sub)
     helpdesk = sub.add_parser("helpdesk", help="the demo helpdesk (source system)")
     helpdesk_sub = helpdesk.add_subparsers(dest="helpdesk_command", required=True)
     create = helpdesk_sub.add_parser("create", help="add a ticket without sending a webhook")
@@ -204,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         return _send_webhook(args)
     if command == "helpdesk":
         return _helpdesk_create(args)
+    if command == "inbox":
+        return inbox.main(args, DeskSettings().var_dir.resolve())
     if command == "dlq":
         return dlq.main(args, _stack_nats_url())
     return _run_service(command, getattr(args, "part", None))

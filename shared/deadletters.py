@@ -137,7 +137,7 @@ async def replay(bus: Bus, id: int) -> ReplayResult:
 
 
 async def _get(js: JetStreamContext, seq: int) -> RawStreamMsg | None:
-    if seq < 1:  # seq 0 would be sent as "no sequence": a bad request, not "not found"
+    if not 1 <= seq < 2**63:  # 0 means "no sequence" to the server; sequences fit in 63 bits
         return None
     try:
         return await js.get_msg(STREAM, seq=seq)

@@ -146,7 +146,7 @@ def _page(request: Request, name: str, context: dict[str, Any], status: int = 20
     headers = {
         "Content-Security-Policy": (
             f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
-            "connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+            "connect-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; "
             "base-uri 'none'"
         ),
         "X-Frame-Options": "DENY",

@@ -1,0 +1,71 @@
+"""The projection is a pure function of the stream: re-reading it all yields the same rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from desk.natsserver import NatsServer
+from shared import subjects
+from shared.bus import Bus
+from tests.helpers import eventually
+from tests.inbox_items import draft_item, notify_item, publish_item
+from tests.services_running import ServiceProcess
+
+from .conftest import REVIEWER, write_credentials
+
+
+def rows(url: str) -> list[dict[str, Any]]:
+    headers = {"Authorization": f"Bearer {REVIEWER}"}
+    items = httpx.get(f"{url}/api/items", params={"limit": 200}, headers=headers).json()["items"]
+    return sorted(
+        (
+            {k: i[k] for k in ("id", "thread", "version", "status", "category", "action_request")}
+            for i in items
+        ),
+        key=lambda r: r["id"],
+    )
+
+
+async def test_replaying_the_whole_stream_yields_the_same_rows(
+    bus: Bus, nats_server: NatsServer, tmp_path: Path
+) -> None:
+    write_credentials(tmp_path / "var")
+    env = {"DESK_NATS_URL": nats_server.url, "DESK_VAR_DIR": str(tmp_path / "var")}
+    first = ServiceProcess(["inbox_api"], env, tmp_path / "a.log").start()
+    for item in (
+        draft_item("T1", 1),
+        draft_item("T1", 2),
+        draft_item("T2"),
+        notify_item("T3"),
+        draft_item("T1", 1),
+    ):  # a redelivered old version too
+        await publish_item(bus, item)
+    await eventually(lambda: len(rows(first.url)) == 4, timeout=15, message="four rows")
+    httpx.post(
+        f"{first.url}/api/items/T2~v1/decision",
+        json={"type": "accept", "version": 1},
+        headers={"Authorization": f"Bearer {REVIEWER}"},
+    )
+    before = rows(first.url)
+    first.stop()
+
+    await bus.js.delete_consumer(subjects.INBOX, "inbox_api")  # the next start re-reads it all
+    second = ServiceProcess(["inbox_api"], env, tmp_path / "b.log").start()
+    try:
+
+        async def reread() -> bool:
+            info = await bus.js.consumer_info(subjects.INBOX, "inbox_api")
+            return (
+                info.num_pending == 0
+                and info.num_ack_pending == 0
+                and info.delivered.stream_seq > 0
+            )
+
+        await eventually(reread, timeout=15, message="the stream re-read")
+        assert rows(second.url) == before
+        assert [r["status"] for r in before] == ["superseded", "waiting", "decided", "waiting"]
+    finally:
+        second.stop()
