@@ -7,6 +7,7 @@ desk send-webhook [...]          sign and send a sample event to ingress
 desk helpdesk create [...]       add a ticket to the demo helpdesk (no webhook)
 desk inbox list|show|accept|...  work the review inbox from the terminal
 desk dlq list|show|replay        inspect and replay dead letters
+desk results tail [--all]        print result events (CloudEvents) as they arrive
 desk <service>                   run one service: ingress, router, drafter, inbox_api,
                                  sender, reconciler (what each Kubernetes Deployment runs)
 desk ingress imap                poll a mailbox into email.received events
@@ -29,7 +30,7 @@ from shared.settings import (
     StackSettings,
 )
 
-from . import dlq, inbox
+from . import dlq, inbox, results
 
 ALIASES = {name.replace("_", "-"): name for name in SERVICE_SETTINGS}
 
@@ -53,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     send.add_argument("--secret", help="signing secret (default: the stack's dev secret)")
     dlq.add_arguments(sub)
     inbox.add_arguments(sub)
+    results.add_arguments(sub)
     helpdesk = sub.add_parser("helpdesk", help="the demo helpdesk (source system)")
     helpdesk_sub = helpdesk.add_subparsers(dest="helpdesk_command", required=True)
     create = helpdesk_sub.add_parser("create", help="add a ticket without sending a webhook")
@@ -207,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         return _helpdesk_create(args)
     if command == "inbox":
         return inbox.main(args, DeskSettings().var_dir.resolve())
+    if command == "results":
+        return results.main(args, _stack_nats_url())
     if command == "dlq":
         return dlq.main(args, _stack_nats_url())
     return _run_service(command, getattr(args, "part", None))

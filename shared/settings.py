@@ -190,6 +190,23 @@ class InboxApiSettings(DeskSettings):
 class SenderSettings(DeskSettings):
     service: ClassVar[str] = "sender"
 
+    channel: Literal["outbox", "webhook"] = Field(
+        default="outbox", description="outbox: the outbox row is the send; webhook: POST it too"
+    )
+    channel_url: str | None = None
+    channel_secret: SecretStr | None = Field(
+        default=None, description="whsec_… secret to sign channel calls (Standard Webhooks)"
+    )
+    channel_connect_timeout: float = Field(default=3.0, gt=0)
+    channel_read_timeout: float = Field(default=8.0, gt=0)
+    channel_rate: float = Field(default=10.0, gt=0, description="calls per second")
+    channel_burst: int = Field(default=10, ge=1)
+    breaker_window: int = Field(default=20, ge=1)
+    breaker_min_samples: int = Field(default=5, ge=1)
+    breaker_failure_rate: float = Field(default=0.5, gt=0, le=1)
+    breaker_open_seconds: float = Field(default=30.0, gt=0)
+    relay_interval: float = Field(default=1.0, gt=0, description="seconds between relay scans")
+
 
 class ReconcilerSettings(HelpdeskSettings):
     service: ClassVar[str] = "reconciler"

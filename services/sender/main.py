@@ -1,11 +1,88 @@
-"""The sender service (thin for now): starts, connects, provisions and reports healthy."""
+"""The sender service: the only one with a side effect on the customer."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+
+from shared import subjects
+from shared.consumer import Consumer
+from shared.db import database_url, make_engine
 from shared.service import Service
-from shared.settings import SenderSettings
+from shared.settings import ConfigError, SenderSettings
+
+from . import store
+from .breaker import BreakerSettings, CircuitBreaker
+from .channel import WebhookChannel
+from .handlers import Sender
+from .ratelimit import TokenBucket
+from .relay import Relay
+
+log = logging.getLogger(__name__)
+
+
+def make_channel(settings: SenderSettings) -> WebhookChannel | None:
+    if settings.channel == "outbox":
+        return None
+    if not settings.channel_url:
+        raise ConfigError("DESK_CHANNEL_URL is required when DESK_CHANNEL=webhook")
+    breaker = CircuitBreaker(
+        BreakerSettings(
+            window=settings.breaker_window,
+            min_samples=settings.breaker_min_samples,
+            failure_rate=settings.breaker_failure_rate,
+            open_seconds=settings.breaker_open_seconds,
+        ),
+        on_change=lambda old, new: log.warning("channel circuit %s → %s", old, new),
+    )
+    secret = settings.channel_secret.get_secret_value() if settings.channel_secret else None
+    return WebhookChannel(
+        settings.channel_url,
+        secret,
+        connect_timeout=settings.channel_connect_timeout,
+        read_timeout=settings.channel_read_timeout,
+        breaker=breaker,
+        bucket=TokenBucket(settings.channel_rate, settings.channel_burst),
+    )
 
 
 async def run(settings: SenderSettings) -> None:
-    async with Service(settings) as svc:
-        await svc.until_stopped()
+    channel = make_channel(settings)
+    engine = make_engine(database_url(settings.database_url, settings.var_dir, "sender"))
+    await asyncio.to_thread(store.create_tables, engine)
+    try:
+        async with Service(settings) as svc:
+            if svc.bus is None:
+                return
+            log.info("delivering through %s", channel.url if channel else "the outbox only")
+            relay = Relay(svc.bus, engine, settings.relay_interval)
+            relaying = asyncio.create_task(relay.run())  # at start-up: republish what a crash left
+            sender = Sender(engine, relay, channel, settings.max_deliver)
+            options = settings.consumer_options()
+            await svc.consume(
+                Consumer(
+                    name="sender-items",
+                    stream=subjects.INBOX,
+                    subjects=(subjects.INBOX_ITEM,),
+                    handler=sender.on_item,
+                    **options,
+                )
+            )
+            await svc.consume(
+                Consumer(
+                    name="sender",
+                    stream=subjects.INBOX,
+                    subjects=(subjects.INBOX_DECISION,),
+                    handler=sender.on_decision,
+                    **options,
+                )
+            )
+            await svc.until_stopped()
+            relay.stop()
+            with contextlib.suppress(asyncio.CancelledError):
+                await relaying
+    finally:
+        if channel is not None:
+            await channel.close()
+        engine.dispose()

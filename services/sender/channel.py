@@ -1,0 +1,123 @@
+"""Delivery channels behind the outbox. `webhook` POSTs the reply with an Idempotency-Key.
+
+Outcomes: delivered (2xx), failed (4xx other than 429: retrying cannot help), retry (429, 5xx,
+could not connect: nothing was received), unknown (the request went out and no answer came
+back: re-checked by sending again with the same Idempotency-Key, never as a new message).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+import httpx
+
+from shared.errors import TransientError
+from shared.signatures import standard_sign
+
+from .breaker import CircuitBreaker
+from .ratelimit import TokenBucket
+from .store import OutboxRow
+
+Outcome = Literal["delivered", "failed", "retry", "unknown"]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    outcome: Outcome
+    status_code: int | None
+    duration_ms: int
+    error: str | None = None
+    retry_after: float | None = None
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        return float(response.headers.get("retry-after", ""))
+    except ValueError:
+        return None
+
+
+class WebhookChannel:
+    name = "webhook"
+
+    def __init__(
+        self,
+        url: str,
+        secret: str | None,
+        *,
+        connect_timeout: float,
+        read_timeout: float,
+        breaker: CircuitBreaker,
+        bucket: TokenBucket,
+    ) -> None:
+        self.url = url
+        self.secret = secret
+        self.breaker = breaker
+        self.bucket = bucket
+        timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        self.client = httpx.AsyncClient(timeout=timeout)
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    def body(self, row: OutboxRow) -> bytes:
+        return json.dumps(
+            {
+                "outbox_key": row.key,
+                "item_id": row.item_id,
+                "ticket_id": row.ticket_id,
+                "action": row.action,
+                "reply": row.final_text,
+                "reviewer": row.reviewer,
+            },
+            ensure_ascii=False,
+        ).encode()
+
+    async def deliver(self, row: OutboxRow) -> Attempt:
+        """One attempt; raises TransientError when the breaker or the rate limit says wait."""
+        if not self.breaker.allow():
+            raise TransientError("channel circuit open", retry_after=self.breaker.retry_after())
+        if not await self.bucket.take(max_wait=5.0):
+            self.breaker.record(True)  # not the channel's fault: give the probe slot back
+            raise TransientError("channel rate limit", retry_after=self.bucket.wait_time())
+        body = self.body(row)
+        stamp = int(time.time())
+        headers = {"Content-Type": "application/json", "Idempotency-Key": row.key}
+        if self.secret:
+            headers.update(
+                {
+                    "webhook-id": row.key,
+                    "webhook-timestamp": str(stamp),
+                    "webhook-signature": standard_sign(self.secret, row.key, stamp, body),
+                }
+            )
+        started = time.monotonic()
+        try:
+            response = await self.client.post(self.url, content=body, headers=headers)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+            self.breaker.record(False)
+            return Attempt("retry", None, _ms(started), f"not sent: {exc.__class__.__name__}")
+        except httpx.TimeoutException as exc:
+            self.breaker.record(False)
+            return Attempt("unknown", None, _ms(started), f"no answer: {exc.__class__.__name__}")
+        except httpx.HTTPError as exc:
+            self.breaker.record(False)
+            return Attempt(
+                "unknown", None, _ms(started), f"broken exchange: {exc.__class__.__name__}"
+            )
+        code = response.status_code
+        if 200 <= code < 300:
+            self.breaker.record(True)
+            return Attempt("delivered", code, _ms(started))
+        if code == 429 or code >= 500:
+            self.breaker.record(False)
+            return Attempt("retry", code, _ms(started), f"answered {code}", _retry_after(response))
+        self.breaker.record(True)  # the channel works; it refused this request for good
+        return Attempt("failed", code, _ms(started), f"refused with {code}: {response.text[:200]}")
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)

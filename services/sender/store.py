@@ -1,0 +1,230 @@
+"""The outbox: one row per action that leaves the building, and the result events to relay.
+
+The UNIQUE outbox key `<thread>/<action>` is what stops a second send: a redelivered decision,
+a replay, or a second sender replica all hit the constraint, never a read-then-write check.
+The outbox row and its result event are written in one transaction (the transactional outbox);
+a relay publishes the result events and marks them published.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from sqlalchemy import JSON, Column, DateTime
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Field, Session, SQLModel, col, func, select
+
+from shared.logging import redact
+
+DeliveryStatus = Literal["pending", "delivered", "failed", "unknown"]
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class OutboxRow(SQLModel, table=True):
+    __tablename__ = "sender_outbox"
+
+    key: str = Field(primary_key=True)  # <thread>/<action>: the idempotency key
+    item_id: str
+    thread: str = Field(index=True)
+    version: int
+    ticket_id: str | None = None
+    action: str
+    final_text: str
+    model_draft: str | None = None
+    decision_type: str
+    reviewer: str
+    channel: str
+    delivery: str = Field(default="pending", index=True)
+    attempts: int = 0
+    last_error: str | None = None
+    created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+    delivered_at: dt.datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+
+
+class ResultRow(SQLModel, table=True):
+    """A result event waiting for (or done with) the relay."""
+
+    __tablename__ = "sender_results"
+
+    id: str = Field(primary_key=True)
+    type: str
+    subject: str | None = None
+    data: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), index=True))
+    published: bool = Field(default=False, index=True)
+
+
+class AuditRow(SQLModel, table=True):
+    """Every delivery attempt, append-only."""
+
+    __tablename__ = "sender_audit"
+
+    id: int | None = Field(default=None, primary_key=True)
+    outbox_key: str = Field(index=True)
+    channel: str
+    attempt: int
+    status_code: int | None = None
+    duration_ms: int
+    outcome: str
+    error: str | None = None
+    at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+
+
+class ItemRow(SQLModel, table=True):
+    """The items the sender has seen: what an accept sends, and which version is current."""
+
+    __tablename__ = "sender_items"
+
+    item_id: str = Field(primary_key=True)
+    thread: str = Field(index=True)
+    version: int
+    ticket_id: str | None = None
+    action: str
+    args: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+
+
+TABLES = [OutboxRow, ResultRow, AuditRow, ItemRow]
+
+
+def create_tables(engine: Engine) -> None:
+    SQLModel.metadata.create_all(engine, tables=[t.__table__ for t in TABLES])  # type: ignore[attr-defined]
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+def see_item(engine: Engine, item: ItemRow) -> None:
+    with Session(engine) as session:
+        if session.get(ItemRow, item.item_id) is not None:
+            return
+        session.add(item)
+        try:
+            session.commit()
+        except IntegrityError:  # another replica stored it a moment ago
+            session.rollback()
+
+
+def get_item(engine: Engine, item_id: str) -> ItemRow | None:
+    with Session(engine) as session:
+        return session.get(ItemRow, item_id)
+
+
+def current_version(engine: Engine, thread: str) -> int | None:
+    with Session(engine) as session:
+        return session.exec(select(func.max(ItemRow.version)).where(ItemRow.thread == thread)).one()
+
+
+def record(engine: Engine, outbox: OutboxRow | None, result: ResultRow | None) -> bool:
+    """Insert the outbox row and/or its result event in one transaction; False if it existed."""
+    with Session(engine) as session:
+        if outbox is not None:
+            session.add(outbox)
+        if result is not None:
+            session.add(result)
+        try:
+            session.commit()
+        except IntegrityError:
+            session.rollback()
+            return False
+        return True
+
+
+def get_outbox(engine: Engine, key: str) -> OutboxRow | None:
+    with Session(engine) as session:
+        return session.get(OutboxRow, key)
+
+
+def settle(
+    engine: Engine,
+    key: str,
+    *,
+    delivery: DeliveryStatus,
+    error: str | None,
+    result: ResultRow | None,
+) -> None:
+    """Store a delivery outcome and (for a final one) its result event, in one transaction."""
+    with Session(engine) as session:
+        row = session.get(OutboxRow, key)
+        if row is None:
+            return
+        row.delivery = delivery
+        row.last_error = redact(error)[:500] if error else None
+        if delivery == "delivered":
+            row.delivered_at = now()
+        session.add(row)
+        if result is not None and session.get(ResultRow, result.id) is None:
+            session.add(result)
+        session.commit()
+
+
+def audit(
+    engine: Engine,
+    key: str,
+    channel: str,
+    *,
+    status_code: int | None,
+    duration_ms: int,
+    outcome: str,
+    error: str | None,
+) -> int:
+    """Append one attempt; returns the attempt number."""
+    with Session(engine) as session:
+        row = session.get(OutboxRow, key)
+        attempt = (row.attempts if row else 0) + 1
+        if row is not None:
+            row.attempts = attempt
+            session.add(row)
+        session.add(
+            AuditRow(
+                outbox_key=key,
+                channel=channel,
+                attempt=attempt,
+                status_code=status_code,
+                duration_ms=duration_ms,
+                outcome=outcome,
+                error=redact(error)[:500] if error else None,  # e-mails and phones masked
+                at=now(),
+            )
+        )
+        session.commit()
+        return attempt
+
+
+def pending_results(engine: Engine, limit: int = 100) -> list[ResultRow]:
+    with Session(engine) as session:
+        rows = session.exec(
+            select(ResultRow)
+            .where(col(ResultRow.published).is_(False))
+            .order_by(col(ResultRow.created_at))
+            .limit(limit)
+        ).all()
+        for r in rows:
+            r.created_at = _utc(r.created_at)
+        return list(rows)
+
+
+def mark_published(engine: Engine, result_id: str) -> None:
+    with Session(engine) as session:
+        row = session.get(ResultRow, result_id)
+        if row is not None and not row.published:
+            row.published = True
+            session.add(row)
+            session.commit()
+
+
+def outbox_rows(engine: Engine) -> list[OutboxRow]:
+    with Session(engine) as session:
+        return list(session.exec(select(OutboxRow).order_by(col(OutboxRow.created_at))).all())
+
+
+def audit_rows(engine: Engine) -> list[AuditRow]:
+    with Session(engine) as session:
+        return list(session.exec(select(AuditRow).order_by(col(AuditRow.id))).all())
