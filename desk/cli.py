@@ -21,6 +21,8 @@ import importlib
 import json
 import sys
 
+from pydantic import ValidationError
+
 from shared import logging as desk_logging
 from shared.settings import (
     SERVICE_SETTINGS,
@@ -28,6 +30,7 @@ from shared.settings import (
     DeskSettings,
     ImapSettings,
     StackSettings,
+    first_error,
 )
 
 from . import dlq, inbox, results
@@ -76,7 +79,11 @@ def _run_service(name: str, part: str | None = None) -> int:
         settings: DeskSettings = ImapSettings()
         module = importlib.import_module("services.ingress.imap")
     else:
-        settings = SERVICE_SETTINGS[name]()
+        try:
+            settings = SERVICE_SETTINGS[name]()
+        except ValidationError as exc:
+            print(f"desk {name}: {first_error(exc, 'settings')}", file=sys.stderr)
+            return 2
         module = importlib.import_module(f"services.{name}.main")
     try:
         asyncio.run(module.run(settings))

@@ -9,7 +9,14 @@ import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import AliasChoices, BaseModel, Field, SecretStr, ValidationError
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    Field,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .retry import RetryPolicy
@@ -206,6 +213,14 @@ class SenderSettings(DeskSettings):
     breaker_failure_rate: float = Field(default=0.5, gt=0, le=1)
     breaker_open_seconds: float = Field(default=30.0, gt=0)
     relay_interval: float = Field(default=1.0, gt=0, description="seconds between relay scans")
+
+    @model_validator(mode="after")
+    def _breaker(self) -> SenderSettings:
+        if self.breaker_min_samples > self.breaker_window:
+            raise ValueError("breaker_min_samples cannot exceed breaker_window")
+        if self.channel == "webhook" and not self.channel_url:
+            raise ValueError("DESK_CHANNEL_URL is required when DESK_CHANNEL=webhook")
+        return self
 
 
 class ReconcilerSettings(HelpdeskSettings):

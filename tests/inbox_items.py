@@ -77,3 +77,36 @@ async def publish_item(bus: Bus, item: InboxItem) -> None:
         data=item.model_dump(mode="json"),
     )
     await bus.publish(subjects.INBOX_ITEM, envelope.to_bytes(), msg_id=msg_id)
+
+
+async def publish_decision(
+    bus: Bus,
+    item: InboxItem,
+    kind: str,
+    args: object = None,
+    *,
+    reviewer: str = "reviewer",
+    msg_id: str | None = None,
+) -> None:
+    """A decision as inbox_api publishes it (`msg_id` overrides the dedup id, to redeliver)."""
+    from shared.inbox import Decision
+
+    decision = Decision(
+        type=kind,  # type: ignore[arg-type]
+        args=args,
+        item_id=item.id,
+        thread=item.thread,
+        version=item.version,
+        reviewer=reviewer,
+        decided_at=dt.datetime.now(dt.UTC),
+    )
+    envelope = Envelope(
+        source="/desk/inbox_api",
+        type=subjects.INBOX_DECISION,
+        data=decision.model_dump(mode="json"),
+    )
+    await bus.publish(
+        subjects.INBOX_DECISION,
+        envelope.to_bytes(),
+        msg_id=msg_id or ids.decision(item.thread, item.version),
+    )

@@ -13,8 +13,9 @@ from sqlalchemy.engine import Engine
 from shared.bus import Bus
 from shared.consumer import Delivery
 from shared.envelope import Envelope
-from shared.errors import PermanentError
+from shared.errors import PermanentError, TransientError
 from shared.inbox import InboxItem
+from shared.results import ITEM_IGNORED, REPLY_FAILED, REPLY_SENT
 
 from . import store
 from .api import publish_decision
@@ -33,6 +34,27 @@ class Projection:
             raise PermanentError(f"not an inbox item: {exc.errors()[0]['msg']}") from None
         if await asyncio.to_thread(store.project, self.engine, item):
             log.info("item %s is in the inbox", item.id)
+
+
+RESULT_STATUS = {REPLY_SENT: "sent", REPLY_FAILED: "failed", ITEM_IGNORED: "ignored"}
+
+
+class Results:
+    """What the sender did with a decided item: its final status in the inbox."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def on_result(self, delivery: Delivery[Envelope]) -> None:
+        status = RESULT_STATUS.get(delivery.body.type)
+        data = delivery.body.data
+        if status is None or not isinstance(data, dict) or not data.get("item_id"):
+            return  # other result types (reports) are not about one item
+        result = {"type": delivery.body.type, "id": delivery.body.id, **data}
+        if not await asyncio.to_thread(
+            store.set_result, self.engine, data["item_id"], status, result
+        ):
+            raise TransientError(f"item {data['item_id']} not projected yet")
 
 
 async def relay(bus: Bus, engine: Engine, interval: float, stop: Any) -> None:

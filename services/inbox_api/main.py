@@ -16,7 +16,7 @@ from . import store, web
 from .api import Inbox
 from .api import routes as api_routes
 from .auth import Reviewers
-from .handlers import Projection, relay
+from .handlers import Projection, Results, relay
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,15 @@ async def run(settings: InboxApiSettings) -> None:
                         stream=subjects.INBOX,
                         subjects=(subjects.INBOX_ITEM,),
                         handler=projection.on_item,
+                        **settings.consumer_options(),
+                    )
+                )
+                await svc.consume(
+                    Consumer(
+                        name="inbox_api-results",
+                        stream=subjects.RESULTS,
+                        subjects=(subjects.ALL_RESULTS,),
+                        handler=Results(engine).on_result,
                         **settings.consumer_options(),
                     )
                 )

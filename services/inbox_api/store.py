@@ -161,6 +161,22 @@ def project(engine: Engine, item: InboxItem) -> bool:
         return True
 
 
+def set_result(engine: Engine, item_id: str, status: str, result: dict[str, Any]) -> bool:
+    """Record what became of a decided item (sent, failed, ignored); False if unknown."""
+    with Session(engine) as session:
+        row = session.get(ItemRow, item_id)
+        if row is None:
+            return False
+        if row.status == status and row.result == result:
+            return True
+        row.status = status
+        row.result = result
+        row.updated_at = _now()
+        session.add(row)
+        session.commit()
+        return True
+
+
 # -- decisions ---------------------------------------------------------------------------------
 
 

@@ -81,7 +81,7 @@ class WebhookChannel:
         if not self.breaker.allow():
             raise TransientError("channel circuit open", retry_after=self.breaker.retry_after())
         if not await self.bucket.take(max_wait=5.0):
-            self.breaker.record(True)  # not the channel's fault: give the probe slot back
+            self.breaker.release()  # no call made: hand back a half-open probe slot, if taken
             raise TransientError("channel rate limit", retry_after=self.bucket.wait_time())
         body = self.body(row)
         stamp = int(time.time())

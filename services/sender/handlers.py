@@ -19,6 +19,7 @@ from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError
 from shared.inbox import ActionRequest, Decision, InboxItem
+from shared.ledger import Ledger
 from shared.results import ITEM_IGNORED, REPLY_FAILED, REPLY_SENT, event_id
 
 from . import store
@@ -64,12 +65,23 @@ def _reply_data(row: store.OutboxRow) -> dict[str, Any]:
 
 class Sender:
     def __init__(
-        self, engine: Engine, relay: Relay, channel: WebhookChannel | None, max_deliver: int
+        self,
+        engine: Engine,
+        relay: Relay,
+        channel: WebhookChannel | None,
+        ledger: Ledger,
+        *,
+        max_deliver: int,
+        lease_ttl: float,
+        lease_wait: float,
     ) -> None:
         self.engine = engine
         self.relay = relay
         self.channel = channel
+        self.ledger = ledger
         self.max_deliver = max_deliver
+        self.lease_ttl = lease_ttl
+        self.lease_wait = lease_wait
 
     @property
     def channel_name(self) -> str:
@@ -151,6 +163,16 @@ class Sender:
             delivered_at=store.now() if outbox_only else None,
         )
         result = _result(REPLY_SENT, key, item.ticket_id, _reply_data(row)) if outbox_only else None
+        # One worker per key at a time (across replicas): a redelivery waits for a delivery in
+        # flight instead of starting a second one; the UNIQUE key stops a second row.
+        async with self.ledger.lease(f"outbox:{key}", ttl=self.lease_ttl, wait=self.lease_wait):
+            await self._write_and_deliver(row, result, attempt)
+        self.relay.wake()
+
+    async def _write_and_deliver(
+        self, row: store.OutboxRow, result: store.ResultRow | None, attempt: int
+    ) -> None:
+        key = row.key
         created = await asyncio.to_thread(store.record, self.engine, row, result)
         if not created:
             existing = await asyncio.to_thread(store.get_outbox, self.engine, key)
@@ -162,7 +184,6 @@ class Sender:
             OUTCOMES.labels("written").inc()
         if self.channel is not None:
             await self._deliver(row, attempt)
-        self.relay.wake()
 
     async def _deliver(self, row: store.OutboxRow, attempt: int) -> None:
         assert self.channel is not None

@@ -9,6 +9,7 @@ import logging
 from shared import subjects
 from shared.consumer import Consumer
 from shared.db import database_url, make_engine
+from shared.ledger import Ledger
 from shared.service import Service
 from shared.settings import ConfigError, SenderSettings
 
@@ -58,7 +59,15 @@ async def run(settings: SenderSettings) -> None:
             log.info("delivering through %s", channel.url if channel else "the outbox only")
             relay = Relay(svc.bus, engine, settings.relay_interval)
             relaying = asyncio.create_task(relay.run())  # at start-up: republish what a crash left
-            sender = Sender(engine, relay, channel, settings.max_deliver)
+            sender = Sender(
+                engine,
+                relay,
+                channel,
+                await Ledger.open(svc.bus.js, svc.name),
+                max_deliver=settings.max_deliver,
+                lease_ttl=max(5.0, settings.ack_wait),
+                lease_wait=settings.channel_connect_timeout + settings.channel_read_timeout + 15,
+            )
             options = settings.consumer_options()
             await svc.consume(
                 Consumer(

@@ -110,6 +110,22 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
                     pass
 
 
+def desk(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "desk", *args],
+        cwd=stack.root,
+        env=stack.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _sent_in_inbox(stack: Stack) -> bool:
+    shown = desk(stack, "inbox", "show", "T1012~v1")
+    return shown.returncode == 0 and "sent" in shown.stdout.split("\n", 3)[1]
+
+
 def all_healthy(stack: Stack) -> bool:
     services = stack.state().get("services", {})
     if set(services) != SERVICES:
@@ -174,6 +190,28 @@ async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> No
         drafted_item = InboxItem.model_validate(Envelope.model_validate_json(item.data).data)
         assert drafted_item.thread == "T1012"
         assert drafted_item.category == "refund"
+    finally:
+        await bus.close()
+
+    # A reviewer accepts it in the inbox; exactly one reply.sent comes out the other end.
+    await eventually(
+        lambda: desk(stack, "inbox", "show", "T1012~v1").returncode == 0,
+        timeout=20,
+        message="the item in the inbox API",
+    )
+    accepted = desk(stack, "inbox", "accept", "T1012~v1")
+    assert accepted.returncode == 0, accepted.stderr
+    tail = desk(stack, "results", "tail", "--all", "--count", "1", "--timeout", "20")
+    assert tail.returncode == 0, tail.stderr
+    [event] = [json.loads(line) for line in tail.stdout.splitlines()]
+    assert (event["type"], event["data"]["ticket_id"]) == ("reply.sent", "T1012")
+    assert event["data"]["text"] == drafted_item.action_request.args["reply"]
+    again = desk(stack, "inbox", "accept", "T1012~v1")
+    assert again.returncode != 0 and "409" in again.stderr
+    bus = await Bus.connect(status["nats_url"], service="test")
+    try:
+        await eventually(lambda: _sent_in_inbox(stack), timeout=20, message="status sent")
+        assert len(await messages(bus.js, subjects.RESULTS)) == 1
     finally:
         await bus.close()
 

@@ -1,0 +1,94 @@
+"""Real sender processes on a real nats-server, with SQLite or PostgreSQL, and a real channel."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from desk.natsserver import NatsServer
+from services.sender import store
+from shared import subjects
+from shared.bus import Bus
+from shared.db import database_url, make_engine
+from shared.envelope import Envelope
+from tests.fakechannel import fake_channel
+from tests.helpers import messages
+from tests.services_running import ServiceProcess
+
+__all__ = ["fake_channel"]
+
+SECRET = "whsec_c2VuZGVyLWNoYW5uZWwtc2VjcmV0LTMyYnl0ZXM="
+
+
+class Senders:
+    def __init__(self, nats: NatsServer, root: Path) -> None:
+        self.root = root
+        self.env = {
+            "DESK_NATS_URL": nats.url,
+            "DESK_VAR_DIR": str(root / "var"),
+            "DESK_RETRY_INITIAL": "0.3",
+            "DESK_ACK_WAIT": "3",
+            "DESK_RELAY_INTERVAL": "0.2",
+        }
+        self.processes: list[ServiceProcess] = []
+
+    def webhook(self, url: str, **extra: str) -> None:
+        self.env.update(
+            {
+                "DESK_CHANNEL": "webhook",
+                "DESK_CHANNEL_URL": url,
+                "DESK_CHANNEL_SECRET": SECRET,
+                "DESK_CHANNEL_READ_TIMEOUT": "1",
+                **extra,
+            }
+        )
+
+    def start(self, **env: str) -> ServiceProcess:
+        log = self.root / f"sender-{len(self.processes)}.log"
+        process = ServiceProcess(["sender"], {**self.env, **env}, log).start()
+        self.processes.append(process)
+        return process
+
+    def outbox(self) -> list[store.OutboxRow]:
+        engine = make_engine(
+            database_url(self.env.get("DESK_DATABASE_URL"), self.root / "var", "sender")
+        )
+        try:
+            return store.outbox_rows(engine)
+        finally:
+            engine.dispose()
+
+    def audit(self) -> list[store.AuditRow]:
+        engine = make_engine(
+            database_url(self.env.get("DESK_DATABASE_URL"), self.root / "var", "sender")
+        )
+        try:
+            return store.audit_rows(engine)
+        finally:
+            engine.dispose()
+
+    def stop_all(self) -> None:
+        for process in self.processes:
+            process.kill()
+
+
+async def results(bus: Bus, kind: str | None = None) -> list[Envelope]:
+    found = [Envelope.model_validate_json(m.data) for m in await messages(bus.js, subjects.RESULTS)]
+    return [e for e in found if kind is None or e.type == kind]
+
+
+@pytest.fixture
+def senders(nats_server: NatsServer, tmp_path: Path) -> Iterator[Senders]:
+    s = Senders(nats_server, tmp_path)
+    try:
+        yield s
+    finally:
+        s.stop_all()
+
+
+def data(envelope: Envelope) -> dict[str, Any]:
+    assert isinstance(envelope.data, dict)
+    return envelope.data

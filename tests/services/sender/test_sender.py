@@ -1,0 +1,229 @@
+"""The sender against a real nats-server, a real database and a real channel endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from shared import subjects
+from shared.bus import Bus
+from shared.signatures import standard_verify
+from tests.fakechannel import FakeChannel
+from tests.helpers import eventually
+from tests.inbox_items import draft_item, publish_decision, publish_item
+from tests.postgres import fresh_schema, url_in
+
+from .conftest import SECRET, Senders, data, results
+
+
+async def test_one_decision_delivered_three_times_is_one_row_and_one_reply_sent(
+    bus: Bus, senders: Senders
+) -> None:
+    senders.start()
+    item = draft_item("T1012")
+    await publish_item(bus, item)
+    for n in range(3):
+        await publish_decision(bus, item, "accept", msg_id=f"redelivered-{n}")
+    await eventually(lambda: results(bus, "reply.sent"), timeout=15, message="reply.sent")
+
+    async def settled() -> bool:
+        info = await bus.js.consumer_info(subjects.INBOX, "sender")
+        return info.num_pending == 0 and info.num_ack_pending == 0
+
+    await eventually(settled, message="all three decisions handled")
+    [row] = senders.outbox()
+    assert (row.key, row.delivery, row.decision_type) == ("T1012/send_reply", "delivered", "accept")
+    assert row.final_text == item.action_request.args["reply"]
+    [sent] = await results(bus, "reply.sent")
+    assert sent.specversion == "1.0" and sent.id == "reply.sent:T1012/send_reply"
+    assert data(sent)["text"] == item.action_request.args["reply"]
+    assert data(sent)["reviewer"] == "reviewer"
+
+
+async def test_an_edit_sends_the_edited_text_through_the_webhook_once(
+    bus: Bus, senders: Senders, fake_channel: FakeChannel
+) -> None:
+    senders.webhook(fake_channel.url)
+    senders.start()
+    item = draft_item("T1041")
+    await publish_item(bus, item)
+    edited = {
+        "action": "send_reply",
+        "args": {**item.action_request.args, "reply": "Edited by Ana."},
+    }
+    for n in range(3):
+        await publish_decision(bus, item, "edit", edited, msg_id=f"edit-{n}")
+    await eventually(lambda: results(bus, "reply.sent"), timeout=15, message="reply.sent")
+
+    assert len(fake_channel.requests) == 1
+    [request] = fake_channel.requests
+    assert request["headers"]["idempotency-key"] == "T1041/send_reply"
+    standard_verify([SECRET], request["headers"], request["body"])  # signed by the sender
+    assert json.loads(request["body"])["reply"] == "Edited by Ana."
+    [row] = senders.outbox()
+    assert (row.final_text, row.model_draft, row.delivery) == (
+        "Edited by Ana.",
+        item.action_request.args["reply"],
+        "delivered",
+    )
+    assert [a.outcome for a in senders.audit()] == ["delivered"]
+
+
+async def test_killed_between_commit_and_publish_the_result_is_published_once(
+    bus: Bus, senders: Senders
+) -> None:
+    info = await bus.js.stream_info(subjects.RESULTS)
+    info.config.subjects = ["results.nothing"]  # the relay cannot publish: held after the commit
+    await bus.js.update_stream(info.config)
+    first = senders.start(DESK_PROVISION="false")
+    item = draft_item("T1003")
+    await publish_item(bus, item)
+    await publish_decision(bus, item, "accept")
+    await eventually(lambda: senders.outbox(), timeout=15, message="the outbox commit")
+    first.kill()
+
+    info.config.subjects = ["results.>"]
+    await bus.js.update_stream(info.config)
+    senders.start()
+    await eventually(lambda: results(bus, "reply.sent"), timeout=15, message="the republish")
+    second_look = await results(bus, "reply.sent")
+    assert len(second_look) == 1
+    assert len(senders.outbox()) == 1
+
+
+async def test_a_channel_answering_503_twice_delivers_on_the_third_try_with_growing_gaps(
+    bus: Bus, senders: Senders, fake_channel: FakeChannel
+) -> None:
+    fake_channel.fail_next(503, times=2)
+    senders.webhook(fake_channel.url)
+    senders.start()
+    item = draft_item("T1020")
+    await publish_item(bus, item)
+    await publish_decision(bus, item, "accept")
+    await eventually(lambda: results(bus, "reply.sent"), timeout=20, message="delivered")
+    times = [r["at"] for r in fake_channel.requests]
+    assert len(times) == 3
+    assert times[1] - times[0] >= 0.3 and times[2] - times[1] >= 0.6
+    assert set(fake_channel.keys()) == {"T1020/send_reply"}
+    assert [a.outcome for a in senders.audit()] == ["retry", "retry", "delivered"]
+
+
+async def test_a_400_fails_with_reply_failed_and_no_retry(
+    bus: Bus, senders: Senders, fake_channel: FakeChannel
+) -> None:
+    fake_channel.fail_next(400, times=5)
+    senders.webhook(fake_channel.url)
+    senders.start()
+    item = draft_item("T1021")
+    await publish_item(bus, item)
+    await publish_decision(bus, item, "accept")
+    await eventually(lambda: results(bus, "reply.failed"), timeout=15, message="reply.failed")
+    [failed] = await results(bus, "reply.failed")
+    assert "400" in data(failed)["error"]
+    assert len(fake_channel.requests) == 1
+    assert await results(bus, "reply.sent") == []
+    [row] = senders.outbox()
+    assert row.delivery == "failed"
+
+
+async def test_an_unknown_outcome_is_rechecked_with_the_same_key_not_sent_as_new(
+    bus: Bus, senders: Senders, fake_channel: FakeChannel
+) -> None:
+    fake_channel.hang_next(2.0)  # longer than the 1 s read timeout: did it arrive?
+    senders.webhook(fake_channel.url)
+    senders.start()
+    item = draft_item("T1022")
+    await publish_item(bus, item)
+    await publish_decision(bus, item, "accept")
+    await eventually(lambda: results(bus, "reply.sent"), timeout=20, message="delivered")
+    assert fake_channel.keys() == ["T1022/send_reply", "T1022/send_reply"]
+    assert [a.outcome for a in senders.audit()] == ["unknown", "delivered"]
+    assert len(await results(bus, "reply.sent")) == 1
+
+
+async def test_a_channel_down_opens_the_breaker_and_it_closes_after_recovery(
+    bus: Bus, senders: Senders, fake_channel: FakeChannel
+) -> None:
+    fake_channel.down = True
+    senders.webhook(
+        fake_channel.url,
+        DESK_BREAKER_MIN_SAMPLES="3",
+        DESK_BREAKER_WINDOW="5",
+        DESK_BREAKER_OPEN_SECONDS="3",
+        DESK_MAX_DELIVER="50",
+        DESK_RETRY_MAX="0.5",
+    )
+    process = senders.start()
+    items = [draft_item(f"T20{n}") for n in range(4)]
+    for item in items:
+        await publish_item(bus, item)
+        await publish_decision(bus, item, "accept")
+    await eventually(lambda: len(fake_channel.requests) >= 3, timeout=15, message="failures")
+    await eventually(lambda: "closed → open" in process.tail(), message="the breaker opening")
+    opened_at = len(fake_channel.requests)
+    await asyncio.sleep(2.0)  # a window shorter than open_seconds: no call may reach the channel
+    assert len(fake_channel.requests) <= opened_at + 1  # at most one already in flight
+    fake_channel.down = False
+    await eventually(lambda: _all_sent(bus, 4), timeout=30, message="all delivered after recovery")
+    assert "half_open → closed" in process.tail()
+
+
+async def _all_sent(bus: Bus, n: int) -> bool:
+    return len(await results(bus, "reply.sent")) == n
+
+
+async def test_a_superseded_decision_writes_nothing(bus: Bus, senders: Senders) -> None:
+    senders.start()
+    v1, v2 = draft_item("T1030", 1), draft_item("T1030", 2)
+    await publish_item(bus, v1)
+    await publish_item(bus, v2)
+
+    async def seen_v2() -> bool:
+        info = await bus.js.consumer_info(subjects.INBOX, "sender-items")
+        return info.num_pending == 0 and info.num_ack_pending == 0
+
+    await eventually(seen_v2, timeout=15, message="both items seen")
+    await publish_decision(bus, v1, "accept")
+
+    async def handled() -> bool:
+        info = await bus.js.consumer_info(subjects.INBOX, "sender")
+        return info.delivered.stream_seq > 0 and info.num_ack_pending == 0 and info.num_pending == 0
+
+    await eventually(handled, timeout=15, message="the decision handled")
+    assert senders.outbox() == []
+    assert await results(bus) == []
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+async def test_two_sender_processes_racing_on_one_key_write_one_row(
+    bus: Bus, senders: Senders, database: str
+) -> None:
+    with fresh_schema() if database == "postgresql" else _no_schema() as schema:
+        if schema:
+            senders.env["DESK_DATABASE_URL"] = url_in(schema)
+        senders.start(DESK_CONCURRENCY="8")
+        senders.start(DESK_CONCURRENCY="8")
+        item = draft_item("T1033")
+        await publish_item(bus, item)
+        for n in range(40):
+            await publish_decision(bus, item, "accept", msg_id=f"race-{n}")
+
+        async def settled() -> bool:
+            info = await bus.js.consumer_info(subjects.INBOX, "sender")
+            return info.num_pending == 0 and info.num_ack_pending == 0
+
+        await eventually(settled, timeout=30, message="forty decisions handled")
+        await eventually(lambda: results(bus, "reply.sent"), timeout=10, message="reply.sent")
+        assert len(senders.outbox()) == 1
+        assert len(await results(bus, "reply.sent")) == 1
+        senders.stop_all()
+
+
+class _no_schema:
+    def __enter__(self) -> str:
+        return ""
+
+    def __exit__(self, *exc: object) -> None:
+        return None
