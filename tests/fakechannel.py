@@ -20,6 +20,7 @@ class FakeChannel:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.script: list[tuple[str, float]] = []  # ("status", code) or ("hang", seconds)
+        self.error_text = "scripted"
         self.down = False
         self.server = HttpServer(
             Starlette(routes=[Route("/replies", self.reply, methods=["POST"])]), "127.0.0.1", 0
@@ -47,7 +48,7 @@ class FakeChannel:
             if kind == "hang":
                 await asyncio.sleep(value)
             else:
-                return JSONResponse({"error": "scripted"}, status_code=int(value))
+                return JSONResponse({"error": self.error_text}, status_code=int(value))
         return JSONResponse({"received": True}, status_code=200)
 
     def keys(self) -> list[str]:

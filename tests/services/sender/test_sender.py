@@ -114,6 +114,7 @@ async def test_a_400_fails_with_reply_failed_and_no_retry(
     bus: Bus, senders: Senders, fake_channel: FakeChannel
 ) -> None:
     fake_channel.fail_next(400, times=5)
+    fake_channel.error_text = "no customer jane.doe@example.com, call +1 415 555 0134"
     senders.webhook(fake_channel.url)
     senders.start()
     item = draft_item("T1021")
@@ -126,6 +127,10 @@ async def test_a_400_fails_with_reply_failed_and_no_retry(
     assert await results(bus, "reply.sent") == []
     [row] = senders.outbox()
     assert row.delivery == "failed"
+    [attempt] = senders.audit()
+    assert (attempt.outcome, attempt.status_code, attempt.attempt) == ("failed", 400, 1)
+    assert attempt.error and "400" in attempt.error
+    assert "jane.doe@example.com" not in attempt.error and "555" not in attempt.error
 
 
 async def test_an_unknown_outcome_is_rechecked_with_the_same_key_not_sent_as_new(
