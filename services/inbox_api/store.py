@@ -108,57 +108,70 @@ def create_tables(engine: Engine) -> None:
 
 
 def project(engine: Engine, item: InboxItem) -> bool:
-    """Store one item version; True if it was new."""
+    """Store one item version; True if it was new. Order-independent: versions of one thread
+    may arrive in any order, and concurrently, and end in the same rows."""
     with Session(engine) as session:
         if session.get(ItemRow, item.id) is not None:
             return False
-        newer = session.exec(
-            select(ItemRow.id).where(ItemRow.thread == item.thread, ItemRow.version > item.version)
-        ).first()
         now = _now()
-        row = ItemRow(
-            id=item.id,
-            thread=item.thread,
-            version=item.version,
-            status="superseded" if newer else "waiting",
-            category=item.category,
-            ticket_id=item.ticket_id,
-            summary=item.summary,
-            description=item.description,
-            action=item.action_request.action,
-            action_request=item.action_request.model_dump(mode="json"),
-            config=item.config.model_dump(mode="json"),
-            trigger_source=item.trigger.source,
-            trigger_type=item.trigger.type,
-            trigger_event_id=item.trigger.event_id,
-            cost=item.cost.model_dump(mode="json"),
-            warnings=list(item.warnings),
-            feedback=list(item.feedback),
-            created_at=item.created_at,
-            updated_at=now,
+        session.add(
+            ItemRow(
+                id=item.id,
+                thread=item.thread,
+                version=item.version,
+                status="waiting",
+                category=item.category,
+                ticket_id=item.ticket_id,
+                summary=item.summary,
+                description=item.description,
+                action=item.action_request.action,
+                action_request=item.action_request.model_dump(mode="json"),
+                config=item.config.model_dump(mode="json"),
+                trigger_source=item.trigger.source,
+                trigger_type=item.trigger.type,
+                trigger_event_id=item.trigger.event_id,
+                cost=item.cost.model_dump(mode="json"),
+                warnings=list(item.warnings),
+                feedback=list(item.feedback),
+                created_at=item.created_at,
+                updated_at=now,
+            )
         )
-        session.add(row)
-        if not newer:
-            older = session.exec(
-                select(ItemRow).where(
-                    ItemRow.thread == item.thread,
-                    ItemRow.version < item.version,
-                    or_(
-                        col(ItemRow.status) == "waiting",
-                        (col(ItemRow.status) == "decided") & (col(ItemRow.decision) == "response"),
-                    ),
-                )
-            ).all()
-            for old in older:
-                old.status = "superseded"
-                old.updated_at = now
-                session.add(old)
         try:
             session.commit()
         except IntegrityError:  # another replica stored it a moment ago
             session.rollback()
             return False
-        return True
+    supersede_older(engine, item.thread)
+    return True
+
+
+def supersede_older(engine: Engine, thread: str) -> None:
+    """Every version but the newest that still waits (or waits for its redraft) is superseded.
+
+    Run after each insert, in its own transaction, so whichever of two concurrent inserts
+    commits last sees both rows."""
+    with Session(engine) as session:
+        newest = session.exec(
+            select(func.max(ItemRow.version)).where(ItemRow.thread == thread)
+        ).one()
+        if newest is None:
+            return
+        older = session.exec(
+            select(ItemRow).where(
+                ItemRow.thread == thread,
+                ItemRow.version < newest,
+                or_(
+                    col(ItemRow.status) == "waiting",
+                    (col(ItemRow.status) == "decided") & (col(ItemRow.decision) == "response"),
+                ),
+            )
+        ).all()
+        for old in older:
+            old.status = "superseded"
+            old.updated_at = _now()
+            session.add(old)
+        session.commit()
 
 
 def set_result(engine: Engine, item_id: str, status: str, result: dict[str, Any]) -> bool:

@@ -20,6 +20,7 @@ from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError
 from shared.inbox import ActionRequest, Decision, InboxItem
 from shared.ledger import Ledger
+from shared.logging import redact
 from shared.results import ITEM_IGNORED, REPLY_FAILED, REPLY_SENT, event_id
 
 from . import store
@@ -223,7 +224,7 @@ class Sender:
                     REPLY_FAILED,
                     row.key,
                     row.ticket_id,
-                    {**_reply_data(row), "error": outcome.error},
+                    {**_reply_data(row), "error": redact(outcome.error or "")},
                 ),
             )
             log.warning("reply %s failed: %s", row.key, outcome.error)
