@@ -322,10 +322,11 @@ async def test_the_list_filters_and_its_version_stamp_follows_changes(
     web: str, browser_client: httpx.AsyncClient, nats_bus: Bus
 ) -> None:
     word = uuid.uuid4().hex[:10]
+    now = dt.datetime.now(dt.UTC)  # ages are shown relative to the time of the request
     old = draft_item(
-        new_thread(), category="shipping", created_at=NOW - dt.timedelta(hours=2, minutes=5)
+        new_thread(), category="shipping", created_at=now - dt.timedelta(hours=2, minutes=5)
     )
-    new = draft_item(new_thread(), category="refund", created_at=NOW - dt.timedelta(minutes=3))
+    new = draft_item(new_thread(), category="refund", created_at=now - dt.timedelta(minutes=3))
     tagged = new.model_copy(update={"description": f"mentions {word}"})
     await waiting(web, nats_bus, old, tagged)
     await log_in(browser_client, REVIEWER)
