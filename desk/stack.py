@@ -67,6 +67,7 @@ class Stack:
         self.children: dict[str, Child] = {}
         self._stop = asyncio.Event()
         self._stopping = False
+        self._viewer_token = ""
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -75,6 +76,7 @@ class Stack:
         self.var_dir.mkdir(parents=True, exist_ok=True)
         (self.var_dir / "log").mkdir(exist_ok=True)
         creds_path = credentials.load_or_create(self.var_dir)
+        self._viewer_token = str(json.loads(creds_path.read_text()).get("viewer_token") or "")
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self._stop.set)
@@ -150,9 +152,12 @@ class Stack:
                 "DESK_HTTP_PORT": str(child.port),
                 "DESK_VAR_DIR": str(self.var_dir),
                 "DESK_PROVISION": "false",  # done once above
+                "DESK_INBOX_URL": self.children["inbox_api"].url,
                 "PYTHONUNBUFFERED": "1",
             }
         )
+        if child.name == "reconciler" and self._viewer_token:
+            env["DESK_REPORT_TOKEN"] = self._viewer_token  # the report reads the inbox API
         with open(child.log_path, "ab") as out:
             child.proc = await asyncio.create_subprocess_exec(
                 sys.executable,

@@ -42,6 +42,16 @@ def replay(dead_letter_id: int) -> str:
     return f"replay:{dead_letter_id}"
 
 
+def seen(event_type: str, ticket: str) -> str:
+    """Processed-ledger key: an event of this type about this ticket has been handled."""
+    return f"seen:{event_type}:{ticket}"
+
+
+def replied(ticket: str) -> str:
+    """Processed-ledger key: a reply to this ticket has been sent."""
+    return f"replied:{ticket}"
+
+
 def dead_letter(stream: str, stream_seq: int) -> str:
     """One dead letter per stored message, however often the runtime retries writing it."""
     return f"dlq:{stream}:{stream_seq}"

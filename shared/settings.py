@@ -5,6 +5,7 @@ Only a service's `main.py` (and the `desk` CLI) build settings; library code tak
 
 from __future__ import annotations
 
+import datetime as dt
 import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -225,6 +226,22 @@ class SenderSettings(DeskSettings):
 
 class ReconcilerSettings(HelpdeskSettings):
     service: ClassVar[str] = "reconciler"
+
+    reconcile_interval: float = Field(default=60.0, gt=0, description="seconds between backfills")
+    reconcile_lookback: float = Field(
+        default=300.0, ge=0, description="seconds re-listed before the stored cursor"
+    )
+    reconcile_since: dt.datetime | None = Field(
+        default=None, description="where the very first backfill starts (default: start time)"
+    )
+    reconcile_page_size: int = Field(default=100, ge=1, le=1000)
+    stale_days: int = Field(default=20, ge=1)
+    stale_cron: str = "0 9 * * *"
+    report_cron: str = "0 17 * * *"
+    timezone: str = Field(default="UTC", description="time zone of the cron schedules")
+    inbox_url: str | None = Field(default=None, description="inbox_api base URL, for the report")
+    report_token: SecretStr | None = Field(default=None, description="a viewer token for it")
+    slack_webhook_url: SecretStr | None = None
 
 
 SERVICE_SETTINGS: dict[str, type[DeskSettings]] = {

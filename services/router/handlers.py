@@ -18,6 +18,8 @@ from shared.bus import Bus
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import PermanentError
+from shared.ledger import Ledger
+from shared.source.events import ticket_ref
 
 from .rules import Rules
 
@@ -30,9 +32,10 @@ UNROUTED = Counter(
 
 
 class Router:
-    def __init__(self, bus: Bus, rules: Rules) -> None:
+    def __init__(self, bus: Bus, rules: Rules, ledger: Ledger) -> None:
         self.bus = bus
         self.rules = rules
+        self.ledger = ledger
         self._unrouted_seen: set[str] = set()
 
     async def handle(self, delivery: Delivery[Any]) -> None:
@@ -43,6 +46,14 @@ class Router:
         source = delivery.headers.get(h.SOURCE, source)
         event_type = delivery.headers.get(h.EVENT_TYPE, event_type)
         targets = self.rules.targets(source, event_type, delivery.body)
+        await self._route(delivery, source, event_type, targets)
+        ref = ticket_ref(delivery.body)
+        if ref is not None:  # the processed-ledger the reconciler compares the helpdesk with
+            await self.ledger.claim(ids.seen(event_type, ref.ticket_id))
+
+    async def _route(
+        self, delivery: Delivery[Any], source: str, event_type: str, targets: list[str]
+    ) -> None:
         if not targets:
             UNROUTED.labels(event_type).inc()
             if event_type not in self._unrouted_seen:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from shared import subjects
 from shared.consumer import Consumer
 from shared.envelope import decode_json
+from shared.ledger import Ledger
 from shared.service import Service
 from shared.settings import RouterSettings
 
@@ -16,7 +17,7 @@ async def run(settings: RouterSettings) -> None:
     rules = Rules.load(settings.rules_file)  # a bad rule stops the start, naming the rule
     async with Service(settings) as svc:
         if svc.bus is not None:
-            router = Router(svc.bus, rules)
+            router = Router(svc.bus, rules, await Ledger.open(svc.bus.js, svc.name))
             await svc.consume(
                 Consumer(
                     name="router",

@@ -59,7 +59,12 @@ class Stack:
         self.var = root / "var"
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
         self.env.update(
-            {"DESK_VAR_DIR": str(self.var), "DESK_INGRESS_PORT": "0", "DESK_INBOX_API_PORT": "0"}
+            {
+                "DESK_VAR_DIR": str(self.var),
+                "DESK_INGRESS_PORT": "0",
+                "DESK_INBOX_API_PORT": "0",
+                "DESK_RECONCILE_INTERVAL": "2",
+            }
         )
         self.log = root / "desk-up.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -214,6 +219,28 @@ async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> No
         assert len(await messages(bus.js, subjects.RESULTS)) == 1
     finally:
         await bus.close()
+
+    # A ticket created in the helpdesk without any webhook is backfilled into the inbox, once.
+    created = desk(
+        stack,
+        "helpdesk",
+        "create",
+        "--customer",
+        "C001",
+        "--subject",
+        "Where is my refund?",
+        "--body",
+        "I returned the parcel two weeks ago.",
+    )
+    assert created.returncode == 0, created.stderr
+    new_ticket = created.stdout.split()[0]
+    await eventually(
+        lambda: desk(stack, "inbox", "show", f"{new_ticket}~v1").returncode == 0,
+        timeout=30,
+        message="the backfilled ticket drafted",
+    )
+    listed = desk(stack, "inbox", "list", "--all", "--text", new_ticket)
+    assert listed.stdout.count(f"{new_ticket}~v") == 1
 
     seen = descendants(supervisor.pid)
     router_pid = status["services"]["router"]["pid"]

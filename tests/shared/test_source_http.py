@@ -10,10 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from shared.errors import PermanentError, TransientError
 from shared.http import HttpServer
@@ -21,76 +17,9 @@ from shared.source import Ticket
 from shared.source.demo import TICKETS
 from shared.source.http import HttpSource, retry_after
 from shared.source.sql import SqlSource
+from tests.helpdesk_server import TOKEN, helpdesk_app
 
-TOKEN = "Bearer s3cret-token"
 ORDERED = sorted(TICKETS, key=lambda t: (t.updated_at, t.id))
-
-
-def helpdesk_app(source: SqlSource, release: asyncio.Event) -> Starlette:
-    """The tickets API in two dialects (the defaults, and other names under /v2) with an auth
-    check, plus endpoints that misbehave on purpose."""
-
-    def authorised(request: Request, header: str) -> bool:
-        return request.headers.get(header) == TOKEN
-
-    def tickets(header: str, items: str, next_: str, since: str, after: str, limit: str) -> Any:
-        async def handler(request: Request) -> Response:
-            if not authorised(request, header):
-                return JSONResponse({"error": "unauthorised"}, status_code=401)
-            q = request.query_params
-            try:
-                page = await source.list_tickets(
-                    updated_since=dt.datetime.fromisoformat(q[since]) if since in q else None,
-                    cursor=q.get(after),
-                    limit=int(q.get(limit, "100")),
-                )
-            except PermanentError:
-                return JSONResponse({"error": "bad cursor"}, status_code=400)
-            return JSONResponse(
-                {items: [t.model_dump(mode="json") for t in page.tickets], next_: page.next_cursor}
-            )
-
-        return handler
-
-    def ticket(header: str) -> Any:
-        async def handler(request: Request) -> Response:
-            if not authorised(request, header):
-                return JSONResponse({"error": "unauthorised"}, status_code=401)
-            try:
-                found = await source.get_ticket(request.path_params["id"])
-            except PermanentError:
-                return JSONResponse({"error": "not found"}, status_code=404)
-            return JSONResponse(found.model_dump(mode="json"))
-
-        return handler
-
-    async def unavailable(request: Request) -> Response:
-        return Response("down for maintenance", status_code=503)
-
-    async def busy(request: Request) -> Response:
-        return Response("slow down", status_code=429, headers={"Retry-After": "7"})
-
-    async def slow(request: Request) -> Response:
-        await release.wait()
-        return Response("{}", media_type="application/json")
-
-    async def garbage(request: Request) -> Response:
-        return Response("<html>surprise</html>", media_type="text/html")
-
-    default = ("Authorization", "tickets", "next_cursor", "updated_since", "cursor", "limit")
-    v2 = ("X-Api-Key", "items", "next", "since", "after", "per_page")
-    return Starlette(
-        routes=[
-            Route("/tickets", tickets(*default)),
-            Route("/tickets/{id}", ticket("Authorization")),
-            Route("/v2/issues", tickets(*v2)),
-            Route("/v2/issues/{id}/detail", ticket("X-Api-Key")),
-            Route("/unavailable/{id}", unavailable),
-            Route("/busy/{id}", busy),
-            Route("/slow/{id}", slow),
-            Route("/garbage/{id}", garbage),
-        ]
-    )
 
 
 @pytest.fixture

@@ -1,0 +1,91 @@
+"""`desk reconcile` (a backfill pass now, optionally the stale scan) and `desk report`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from services.reconciler.jobs import Jobs
+from services.reconciler.state import State
+from shared.bus import Bus
+from shared.errors import PermanentError, TransientError
+from shared.ledger import Ledger
+from shared.settings import ReconcilerSettings
+from shared.source.configured import open_configured
+
+from .stack import STATE_FILE
+
+
+def add_arguments(subparsers: Any) -> None:
+    reconcile = subparsers.add_parser("reconcile", help="backfill events the system never got")
+    reconcile.add_argument("--stale", action="store_true", help="also run the stale-ticket scan")
+    subparsers.add_parser("report", help="print and publish the daily report now")
+
+
+def _with_stack(settings: ReconcilerSettings) -> ReconcilerSettings:
+    """Fill the broker and inbox from the running stack where the environment does not."""
+    try:
+        state = json.loads((settings.var_dir / STATE_FILE).read_text())
+        creds = json.loads(Path(state["credentials"]).read_text())
+    except (OSError, ValueError, KeyError):
+        return settings
+    update: dict[str, Any] = {}
+    if "nats_url" not in settings.model_fields_set:
+        update["nats_url"] = state["nats_url"]
+    if not settings.inbox_url:
+        update["inbox_url"] = state["services"]["inbox_api"]["url"]
+    if not settings.report_token and creds.get("viewer_token"):
+        update["report_token"] = SecretStr(creds["viewer_token"])
+    return settings.model_copy(update=update)
+
+
+async def _run(command: str, stale: bool, settings: ReconcilerSettings) -> int:
+    try:
+        bus = await Bus.connect(settings.nats_url, service="reconciler-cli", reconnect=False)
+    except TransientError as exc:
+        print(f"desk {command}: {exc} ({settings.nats_url})", file=sys.stderr)
+        return 1
+    source = open_configured(settings)
+    now = dt.datetime.now(dt.UTC)
+    try:
+        jobs = Jobs(
+            settings,
+            source,
+            bus,
+            await Ledger.open(bus.js, "reconciler"),
+            await State.open(bus.js),
+            now,
+        )
+        if command == "report":
+            print(await jobs.report(now))
+            return 0
+        run = await jobs.backfill()
+        print(
+            f"scanned {run.scanned} tickets, {run.gaps} without an event, "
+            f"{run.backfilled} backfilled"
+        )
+        if stale:
+            reminded = await jobs.stale(now)
+            print(
+                f"stale scan: {len(reminded)} reminded"
+                + (f" ({', '.join(reminded)})" if reminded else "")
+            )
+        return 0
+    except (TransientError, PermanentError) as exc:
+        print(f"desk {command}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        await source.close()
+        await bus.close()
+
+
+def main(args: argparse.Namespace) -> int:
+    settings = _with_stack(ReconcilerSettings())
+    return asyncio.run(_run(args.command, getattr(args, "stale", False), settings))

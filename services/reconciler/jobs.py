@@ -1,0 +1,91 @@
+"""The reconciler's jobs, wired to its dependencies; used by the service loop and by the CLI."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo
+
+from shared import ids
+from shared.bus import Bus
+from shared.consumer import Delivery
+from shared.envelope import Envelope
+from shared.ledger import Ledger
+from shared.settings import ReconcilerSettings
+from shared.source import SourceSystem
+
+from . import report, schedule
+from .backfill import Run, backfill
+from .stale import stale_scan
+from .state import LAST_REPORT, LAST_STALE, State
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Jobs:
+    settings: ReconcilerSettings
+    source: SourceSystem
+    bus: Bus
+    ledger: Ledger
+    state: State
+    started_at: dt.datetime
+
+    async def backfill(self) -> Run:
+        s = self.settings
+        return await backfill(
+            self.source,
+            self.bus,
+            self.ledger,
+            self.state,
+            lookback=s.reconcile_lookback,
+            page_size=s.reconcile_page_size,
+            first_since=s.reconcile_since
+            or self.started_at - dt.timedelta(seconds=s.reconcile_lookback),
+        )
+
+    async def stale(self, now: dt.datetime) -> list[str]:
+        today = now.astimezone(ZoneInfo(self.settings.timezone)).date()
+        reminded = await stale_scan(
+            self.source,
+            self.bus,
+            self.ledger,
+            today=today,
+            stale_days=self.settings.stale_days,
+            now=now,
+        )
+        await self.state.set_time(LAST_STALE, now)
+        return reminded
+
+    async def report(self, now: dt.datetime) -> str:
+        s = self.settings
+        token = s.report_token.get_secret_value() if s.report_token else None
+        built = await report.build(self.bus, now=now, inbox_url=s.inbox_url, token=token)
+        text = report.render(built)
+        await report.publish(self.bus, built, now)
+        if s.slack_webhook_url:
+            await report.post_to_slack(s.slack_webhook_url.get_secret_value(), text)
+        await self.state.set_time(LAST_REPORT, now)
+        return text
+
+    async def due_crons(self, now: dt.datetime) -> None:
+        """Run the stale scan and the report if their slot today has not run yet.
+
+        A slot missed while the process was down runs when it comes back the same day. The very
+        first start only records itself: a new installation does not count earlier slots of
+        that day as missed."""
+        s = self.settings
+        for key in (LAST_STALE, LAST_REPORT):
+            if await self.state.get_time(key) is None:
+                await self.state.set_time(key, now)
+        if schedule.due(s.stale_cron, s.timezone, await self.state.get_time(LAST_STALE), now):
+            await self.stale(now)
+        if schedule.due(s.report_cron, s.timezone, await self.state.get_time(LAST_REPORT), now):
+            log.info("%s", await self.report(now))
+
+    async def on_reply_sent(self, delivery: Delivery[Envelope]) -> None:
+        """Remember which tickets got a reply, so the stale scan leaves them alone."""
+        data = delivery.body.data
+        if isinstance(data, dict) and data.get("ticket_id"):
+            await self.ledger.claim(ids.replied(str(data["ticket_id"])))

@@ -1,0 +1,87 @@
+"""`desk report` against a real stack slice: inbox_api, nats-server, a chat webhook."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from desk.natsserver import NatsServer
+from shared import subjects
+from shared.bus import Bus
+from shared.consumer import ConsumerRuntime
+from shared.envelope import Envelope
+from shared.errors import PermanentError
+from tests.fakechannel import FakeChannel, fake_channel
+from tests.helpers import eventually, messages
+from tests.inbox_items import draft_item, publish_item
+from tests.services.inbox_api.conftest import REVIEWER, VIEWER, write_credentials
+from tests.services.shared_consumer import consumer_for
+from tests.services_running import ROOT, ServiceProcess
+
+__all__ = ["fake_channel"]
+
+
+async def test_the_report_lists_a_dead_letter_and_the_oldest_waiting_item(
+    bus: Bus, nats_server: NatsServer, tmp_path: Path, fake_channel: FakeChannel
+) -> None:
+    write_credentials(tmp_path / "var")
+    env = {"DESK_NATS_URL": nats_server.url, "DESK_VAR_DIR": str(tmp_path / "var")}
+    inbox = ServiceProcess(["inbox_api"], env, tmp_path / "inbox.log").start()
+    try:
+        await publish_item(bus, draft_item("T1012"))
+        await publish_item(bus, draft_item("T1041"))
+        headers = {"Authorization": f"Bearer {REVIEWER}"}
+
+        def listed() -> bool:
+            return len(httpx.get(f"{inbox.url}/api/items", headers=headers).json()["items"]) == 2
+
+        await eventually(listed, timeout=15, message="two items in the inbox")
+
+        async def fail(delivery: object) -> None:
+            raise PermanentError("ticket T9999 does not exist in the source system")
+
+        runtime = ConsumerRuntime(bus, "drafter", consumer_for(fail))
+        await runtime.start()
+        await bus.publish(
+            subjects.work("test", "ticket.created"),
+            Envelope(source="t", type="t", data={}).to_bytes(),
+            msg_id="w-9999",
+        )
+        await eventually(lambda: messages(bus.js, subjects.DLQ), message="a dead letter")
+        await runtime.stop(timeout=5)
+
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
+        done = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "desk", "report"],
+            cwd=ROOT,
+            env={
+                **clean,
+                **env,
+                "DESK_INBOX_URL": inbox.url,
+                "DESK_REPORT_TOKEN": VIEWER,
+                "DESK_SLACK_WEBHOOK_URL": fake_channel.url,
+            },
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "Oldest waiting: T1012~v1" in done.stdout
+        assert "T9999 does not exist" in done.stdout
+        assert "Dead letters: 1" in done.stdout
+        [posted] = fake_channel.requests
+        assert json.loads(posted["body"])["text"] == done.stdout.strip()
+        [report] = [
+            Envelope.model_validate_json(m.data) for m in await messages(bus.js, subjects.RESULTS)
+        ]
+        assert report.type == "report.daily"
+        assert report.data["inbox"]["stats"]["oldest_waiting"]["id"] == "T1012~v1"
+    finally:
+        inbox.stop()
