@@ -103,7 +103,7 @@ def _stack_nats_url() -> str:
         return settings.nats_url
     try:
         state = json.loads((settings.var_dir / "stack.json").read_text())
-        return str(state["nats_url"])
+        return str(state.get("nats_admin_url") or state["nats_url"])
     except (OSError, ValueError, KeyError):
         return settings.nats_url
 

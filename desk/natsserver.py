@@ -47,12 +47,14 @@ class NatsServer:
         host: str = "127.0.0.1",
         sync_always: bool = True,
         log_file: Path | None = None,
+        authorization: str | None = None,
     ) -> None:
         self.store_dir = Path(store_dir).resolve()
         self.host = host
         self.port = port or free_port(host)
         self.monitor_port = free_port(host)
         self.sync_always = sync_always
+        self.authorization = authorization  # a nats-server authorization block, or none
         self.log_file = Path(log_file) if log_file else self.store_dir.parent / "nats-server.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -74,6 +76,7 @@ class NatsServer:
             f'  store_dir: "{self.store_dir}"\n'
             f"{sync}"
             f"}}\n"
+            f"{self.authorization or ''}"
         )
 
     def start(self, timeout: float = 15.0) -> None:
@@ -81,6 +84,7 @@ class NatsServer:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         conf = self.store_dir.parent / f"nats-server-{self.port}.conf"
         conf.write_text(self.config())
+        conf.chmod(0o600)  # it may hold passwords
         with open(self.log_file, "ab") as log:
             self.proc = subprocess.Popen(
                 [str(binary()), "-c", str(conf)],

@@ -38,7 +38,7 @@ def _with_stack(settings: ReconcilerSettings) -> ReconcilerSettings:
         return settings
     update: dict[str, Any] = {}
     if "nats_url" not in settings.model_fields_set:
-        update["nats_url"] = state["nats_url"]
+        update["nats_url"] = state.get("nats_admin_url") or state["nats_url"]
     if not settings.inbox_url:
         update["inbox_url"] = state["services"]["inbox_api"]["url"]
     if not settings.report_token and creds.get("viewer_token"):

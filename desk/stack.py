@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from shared import logging as desk_logging
-from shared.bus import Bus
+from shared.bus import Bus, NatsAuth
 from shared.errors import TransientError
+from shared.permissions import ADMIN, authorization_block
 from shared.settings import SERVICE_SETTINGS, StackSettings
 from shared.streams import Topology, provision
 
@@ -68,6 +69,7 @@ class Stack:
         self._stop = asyncio.Event()
         self._stopping = False
         self._viewer_token = ""
+        self._nats_passwords: dict[str, str] = {}
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -76,7 +78,9 @@ class Stack:
         self.var_dir.mkdir(parents=True, exist_ok=True)
         (self.var_dir / "log").mkdir(exist_ok=True)
         creds_path = credentials.load_or_create(self.var_dir)
-        self._viewer_token = str(json.loads(creds_path.read_text()).get("viewer_token") or "")
+        creds = json.loads(creds_path.read_text())
+        self._viewer_token = str(creds.get("viewer_token") or "")
+        self._nats_passwords = dict(creds.get("nats_passwords") or {})
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self._stop.set)
@@ -122,17 +126,34 @@ class Stack:
             self.var_dir / "nats",
             sync_always=self.settings.nats_sync == "always",
             log_file=self.var_dir / "log" / "nats-server.log",
+            # one user per service, each confined to its own subjects
+            authorization=authorization_block(self._nats_passwords),
         )
         self.nats.start()
         self.nats_url = self.nats.url
 
     async def _provision(self) -> None:
         s = self.settings
-        bus = await Bus.connect(self.nats_url, service="stack", reconnect=False)
+        bus = await Bus.connect(
+            self.nats_url, service="stack", auth=self._auth(ADMIN), reconnect=False
+        )
         try:
             await provision(bus.js, Topology(s.stream_replicas, s.duplicate_window))
         finally:
             await bus.close()
+
+    def _auth(self, user: str) -> NatsAuth:
+        if self.nats is None:  # an external broker: the operator's settings apply
+            return self.settings.nats_auth()
+        return NatsAuth(user=user, password=self._nats_passwords[user])
+
+    @property
+    def admin_url(self) -> str:
+        """The broker URL with the admin user, for operator commands (kept out of status)."""
+        if self.nats is None:
+            return self.nats_url
+        password = self._nats_passwords[ADMIN]
+        return f"nats://{ADMIN}:{password}@{self.nats.host}:{self.nats.port}"
 
     def _port_for(self, name: str) -> int:
         wanted = {"ingress": self.settings.ingress_port, "inbox_api": self.settings.inbox_api_port}
@@ -153,6 +174,14 @@ class Stack:
                 "DESK_VAR_DIR": str(self.var_dir),
                 "DESK_PROVISION": "false",  # done once above
                 "DESK_INBOX_URL": self.children["inbox_api"].url,
+                **(
+                    {
+                        "DESK_NATS_USER": child.name,
+                        "DESK_NATS_PASSWORD": self._nats_passwords[child.name],
+                    }
+                    if self.nats is not None
+                    else {}
+                ),
                 "PYTHONUNBUFFERED": "1",
             }
         )
@@ -239,6 +268,7 @@ class Stack:
         return {
             "pid": os.getpid(),
             "nats_url": self.nats_url,
+            "nats_admin_url": self.admin_url,
             "embedded_nats": self.nats is not None,
             "credentials": str(creds_path),
             "services": {
@@ -250,6 +280,7 @@ class Stack:
     def _write_state(self, creds_path: Path) -> None:
         self._creds_path = creds_path
         tmp = self.state_path.with_suffix(".tmp")
+        tmp.touch(mode=0o600)  # it holds the admin URL
         tmp.write_text(json.dumps(self._state(creds_path), indent=2))
         tmp.replace(self.state_path)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +31,46 @@ log = logging.getLogger(__name__)
 _RETRYABLE_API_CODES = {
     10158,  # duplicate message id is in process (no quorum yet)
 }
+
+
+@dataclass(frozen=True)
+class NatsAuth:
+    """How a service proves who it is to NATS (any one of these), and optional TLS."""
+
+    user: str | None = None
+    password: str | None = None
+    token: str | None = None
+    creds: Path | None = None  # a .creds file (JWT + nkey seed)
+    nkey_seed: Path | None = None  # a file holding an nkey seed
+    tls_ca: Path | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+
+    def options(self, service: str) -> dict[str, object]:
+        options: dict[str, object] = {}
+        if self.user:
+            options["user"] = self.user
+            options["password"] = self.password or ""
+            # A per-service reply prefix, so permissions can confine each user to its own.
+            options["inbox_prefix"] = inbox_prefix(service)
+        if self.token:
+            options["token"] = self.token
+        if self.creds:
+            options["user_credentials"] = str(self.creds)
+        if self.nkey_seed:
+            options["nkeys_seed"] = str(self.nkey_seed)
+        if self.tls_ca or self.tls_cert:
+            context = ssl.create_default_context(cafile=str(self.tls_ca) if self.tls_ca else None)
+            if self.tls_cert:
+                context.load_cert_chain(
+                    str(self.tls_cert), str(self.tls_key) if self.tls_key else None
+                )
+            options["tls"] = context
+        return options
+
+
+def inbox_prefix(service: str) -> str:
+    return f"_INBOX_{service}"
 
 
 @dataclass(frozen=True)
@@ -55,8 +96,7 @@ class Bus:
         url: str,
         *,
         service: str,
-        creds: Path | None = None,
-        token: str | None = None,
+        auth: NatsAuth | None = None,
         connect_timeout: float = 2.0,
         publish_timeout: float = 5.0,
         reconnect: bool = True,
@@ -81,11 +121,7 @@ class Bus:
             gauge.set(0)
 
         holder: list[Bus] = []  # the callbacks need the Bus that does not exist yet
-        options: dict[str, object] = {}
-        if creds is not None:
-            options["user_credentials"] = str(creds)
-        if token is not None:
-            options["token"] = token
+        options: dict[str, object] = (auth or NatsAuth()).options(service)
         try:
             nc = await nats.connect(
                 servers=[s.strip() for s in url.split(",") if s.strip()],

@@ -135,8 +135,7 @@ class Service:
                 self.bus = await Bus.connect(
                     s.nats_url,
                     service=self.name,
-                    creds=s.nats_creds,
-                    token=s.nats_token.get_secret_value() if s.nats_token else None,
+                    auth=s.nats_auth(),
                     connect_timeout=s.nats_connect_timeout,
                     publish_timeout=s.publish_timeout,
                 )

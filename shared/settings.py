@@ -20,6 +20,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .bus import NatsAuth
 from .retry import RetryPolicy
 
 
@@ -56,8 +57,14 @@ class DeskSettings(BaseSettings):
     service: ClassVar[str] = "desk"
 
     nats_url: str = "nats://127.0.0.1:4222"
-    nats_creds: Path | None = Field(default=None, description="NATS .creds file (production)")
+    nats_user: str | None = None
+    nats_password: SecretStr | None = None
     nats_token: SecretStr | None = None
+    nats_creds: Path | None = Field(default=None, description="NATS .creds file (JWT + seed)")
+    nats_nkey_seed: Path | None = Field(default=None, description="a file with an nkey seed")
+    nats_tls_ca: Path | None = None
+    nats_tls_cert: Path | None = None
+    nats_tls_key: Path | None = None
     nats_connect_timeout: float = 2.0
     stream_replicas: int = Field(default=1, ge=1, le=5)
     duplicate_window: float = Field(default=600.0, gt=0, description="seconds")
@@ -83,6 +90,18 @@ class DeskSettings(BaseSettings):
     retry_max: float = Field(default=60.0, gt=0, description="longest retry delay, seconds")
     ack_wait: float = Field(default=30.0, gt=0, description="seconds before redelivery")
     concurrency: int = Field(default=8, ge=1, description="deliveries handled at once")
+
+    def nats_auth(self) -> NatsAuth:
+        return NatsAuth(
+            user=self.nats_user,
+            password=self.nats_password.get_secret_value() if self.nats_password else None,
+            token=self.nats_token.get_secret_value() if self.nats_token else None,
+            creds=self.nats_creds,
+            nkey_seed=self.nats_nkey_seed,
+            tls_ca=self.nats_tls_ca,
+            tls_cert=self.nats_tls_cert,
+            tls_key=self.nats_tls_key,
+        )
 
     def consumer_options(self) -> dict[str, Any]:
         """The `Consumer` fields these settings control."""

@@ -75,3 +75,14 @@ def parse_event(subject: str) -> tuple[str, str]:
     if prefix != "events" or not source or not event_type:
         raise SubjectError(f"not an event subject: {subject!r}")
     return source, event_type
+
+
+# Durable consumer names: (stream, durable) per service. Permissions are derived from these.
+DURABLES: dict[str, list[tuple[str, str]]] = {
+    "ingress": [],
+    "router": [(EVENTS, "router")],
+    "drafter": [(WORK, "drafter"), (INBOX, "drafter-decisions")],
+    "inbox_api": [(INBOX, "inbox_api"), (RESULTS, "inbox_api-results")],
+    "sender": [(INBOX, "sender-items"), (INBOX, "sender")],
+    "reconciler": [(RESULTS, "reconciler-replies")],
+}

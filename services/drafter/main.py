@@ -57,7 +57,7 @@ async def run(settings: DrafterSettings) -> None:
         options = settings.consumer_options()
         await svc.consume(
             Consumer(
-                name="drafter",
+                name=subjects.DURABLES["drafter"][0][1],
                 stream=subjects.WORK,
                 subjects=(subjects.work_for("drafter"),),
                 handler=drafter.on_work,
@@ -66,7 +66,7 @@ async def run(settings: DrafterSettings) -> None:
         )
         await svc.consume(
             Consumer(
-                name="drafter-decisions",
+                name=subjects.DURABLES["drafter"][1][1],
                 stream=subjects.INBOX,
                 subjects=(subjects.INBOX_DECISION,),
                 handler=drafter.on_decision,

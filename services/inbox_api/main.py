@@ -38,7 +38,7 @@ async def run(settings: InboxApiSettings) -> None:
                 projection = Projection(engine)
                 await svc.consume(
                     Consumer(
-                        name="inbox_api",
+                        name=subjects.DURABLES["inbox_api"][0][1],
                         stream=subjects.INBOX,
                         subjects=(subjects.INBOX_ITEM,),
                         handler=projection.on_item,
@@ -47,7 +47,7 @@ async def run(settings: InboxApiSettings) -> None:
                 )
                 await svc.consume(
                     Consumer(
-                        name="inbox_api-results",
+                        name=subjects.DURABLES["inbox_api"][1][1],
                         stream=subjects.RESULTS,
                         subjects=(subjects.ALL_RESULTS,),
                         handler=Results(engine).on_result,

@@ -20,6 +20,8 @@ from sqlmodel import Field, Session, SQLModel, col, select
 
 from shared.inbox import ActionRequest, Decision, InboxItem, InterruptConfig
 
+from . import metrics
+
 Status = Literal["waiting", "decided", "ignored", "sent", "failed", "superseded"]
 STATUSES: tuple[str, ...] = ("waiting", "decided", "ignored", "sent", "failed", "superseded")
 
@@ -269,6 +271,7 @@ def decide(
         except IntegrityError:
             session.rollback()
             raise Conflict("this item was decided a moment ago") from None
+        metrics.DECISIONS.labels(row.category or "other", kind).inc()
         return Decision(
             type=kind,  # type: ignore[arg-type]
             args=args,
@@ -489,6 +492,15 @@ def stats(engine: Engine) -> dict[str, Any]:
         "oldest_waiting": oldest_json,
         "decision_mix": mix,
     }
+
+
+def waiting(engine: Engine) -> tuple[int, dt.datetime | None]:
+    """How many items wait for a reviewer, and when the oldest of them was created."""
+    with Session(engine) as session:
+        count, oldest = session.exec(
+            select(func.count(), func.min(ItemRow.created_at)).where(ItemRow.status == "waiting")
+        ).one()
+    return int(count), _utc(oldest)
 
 
 def review_log(engine: Engine) -> list[dict[str, Any]]:

@@ -43,7 +43,7 @@ async def run(settings: ReconcilerSettings) -> None:
             )
             await svc.consume(
                 Consumer(
-                    name="reconciler-replies",
+                    name=subjects.DURABLES["reconciler"][0][1],
                     stream=subjects.RESULTS,
                     subjects=(subjects.result(results.REPLY_SENT),),
                     handler=jobs.on_reply_sent,

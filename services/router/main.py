@@ -20,7 +20,7 @@ async def run(settings: RouterSettings) -> None:
             router = Router(svc.bus, rules, await Ledger.open(svc.bus.js, svc.name))
             await svc.consume(
                 Consumer(
-                    name="router",
+                    name=subjects.DURABLES["router"][0][1],
                     stream=subjects.EVENTS,
                     subjects=(subjects.events_of(),),
                     handler=router.handle,

@@ -71,7 +71,7 @@ async def run(settings: SenderSettings) -> None:
             options = settings.consumer_options()
             await svc.consume(
                 Consumer(
-                    name="sender-items",
+                    name=subjects.DURABLES["sender"][0][1],
                     stream=subjects.INBOX,
                     subjects=(subjects.INBOX_ITEM,),
                     handler=sender.on_item,
@@ -80,7 +80,7 @@ async def run(settings: SenderSettings) -> None:
             )
             await svc.consume(
                 Consumer(
-                    name="sender",
+                    name=subjects.DURABLES["sender"][1][1],
                     stream=subjects.INBOX,
                     subjects=(subjects.INBOX_DECISION,),
                     handler=sender.on_decision,

@@ -172,7 +172,7 @@ async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> No
     assert sent.returncode == 0, sent.stderr
     answers = [json.loads(line.split(" ", 1)[1]) for line in sent.stdout.splitlines()]
     assert [a["duplicate"] for a in answers] == [False, True]
-    bus = await Bus.connect(status["nats_url"], service="test")
+    bus = await Bus.connect(stack.state()["nats_admin_url"], service="test")
     try:
 
         async def drafted() -> bool:
@@ -213,7 +213,7 @@ async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> No
     assert event["data"]["text"] == drafted_item.action_request.args["reply"]
     again = desk(stack, "inbox", "accept", "T1012~v1")
     assert again.returncode != 0 and "409" in again.stderr
-    bus = await Bus.connect(status["nats_url"], service="test")
+    bus = await Bus.connect(stack.state()["nats_admin_url"], service="test")
     try:
         await eventually(lambda: _sent_in_inbox(stack), timeout=20, message="status sent")
         assert len(await messages(bus.js, subjects.RESULTS)) == 1

@@ -1,0 +1,75 @@
+"""Inbox metrics: what waits for a reviewer, and what reviewers decide.
+
+The waiting count and the oldest waiting item come from the database (every replica reports the
+same numbers: aggregate them with `max`, never `sum`). A small task refreshes them every few
+seconds off the event loop; the age is computed at scrape time from the oldest item's creation
+time, so it keeps growing between refreshes and, if the database stops answering, errs towards
+alerting. Decisions are counted where they are recorded, per process (aggregate with `sum`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import REGISTRY, Counter, Gauge
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+log = logging.getLogger(__name__)
+
+REFRESH_SECONDS = 10.0
+
+DECISIONS = Counter(
+    "desk_inbox_decisions_total",
+    "Decisions recorded, by item category and decision type (accept, edit, response, ignore).",
+    ["category", "type"],
+)
+WAITING = Gauge(
+    "desk_inbox_waiting_items",
+    "Inbox items waiting for a reviewer (from the database; max across replicas).",
+)
+
+
+class OldestWaiting(Collector):
+    """`desk_inbox_oldest_waiting_seconds`: age of the oldest waiting item, 0 when none waits."""
+
+    def __init__(self) -> None:
+        self.created: float | None = None  # epoch seconds of the oldest waiting item
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        age = 0.0 if self.created is None else max(0.0, time.time() - self.created)
+        yield GaugeMetricFamily(
+            "desk_inbox_oldest_waiting_seconds",
+            "Age of the oldest inbox item waiting for a reviewer (0 when none waits).",
+            value=age,
+        )
+
+
+OLDEST = OldestWaiting()
+REGISTRY.register(OLDEST)
+
+
+def record(count: int, oldest: dt.datetime | None) -> None:
+    WAITING.set(count)
+    OLDEST.created = None if oldest is None else oldest.timestamp()
+
+
+async def refresh(
+    read: Callable[[], tuple[int, dt.datetime | None]],
+    stop: Any,
+    interval: float = REFRESH_SECONDS,
+) -> None:
+    """Until `stop` is set: read (waiting count, oldest created_at) in a thread and record it."""
+    while not stop.is_set():
+        try:
+            record(*await asyncio.to_thread(read))
+        except Exception:  # keep the last values; the next pass retries
+            log.exception("inbox metrics refresh failed")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval)
