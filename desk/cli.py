@@ -3,6 +3,7 @@
 desk up                          the whole system on this machine (embedded NATS, services)
 desk status [--json]             the running stack: URLs, pids, health
 desk provision                   create or update streams and buckets (idempotent)
+desk nats-config --passwords F   a nats-server authorization block, one user per service
 desk send-webhook [...]          sign and send a sample event to ingress
 desk helpdesk create [...]       add a ticket to the demo helpdesk (no webhook)
 desk inbox list|show|accept|...  work the review inbox from the terminal
@@ -22,6 +23,7 @@ import asyncio
 import importlib
 import json
 import sys
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -47,6 +49,15 @@ def _parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="show the running stack")
     status.add_argument("--json", action="store_true", help="machine-readable output")
     sub.add_parser("provision", help="create or update streams and buckets")
+    nats_config = sub.add_parser(
+        "nats-config", help="print a nats-server authorization block, one user per service"
+    )
+    nats_config.add_argument(
+        "--passwords",
+        type=Path,
+        required=True,
+        help="JSON file {user: password}; created with random passwords (mode 0600) if missing",
+    )
     send = sub.add_parser("send-webhook", help="sign and send a sample event to ingress")
     send.add_argument("--source", default="helpdesk")
     send.add_argument("--type", default="ticket.created", dest="event_type")
@@ -171,6 +182,25 @@ def _status(as_json: bool) -> int:
     return 0 if all(s["healthy"] for s in status["services"].values()) else 2
 
 
+def _nats_config(path: Path) -> int:
+    from shared.permissions import authorization_block
+
+    from .credentials import nats_passwords
+
+    if path.exists():
+        try:
+            passwords = json.loads(path.read_text())
+        except ValueError:
+            print(f"desk nats-config: {path} is not JSON", file=sys.stderr)
+            return 2
+    else:
+        passwords = nats_passwords()
+        path.touch(mode=0o600)
+        path.write_text(json.dumps(passwords, indent=2) + "\n")
+    print(authorization_block(passwords), end="")
+    return 0
+
+
 def _provision() -> int:
     from shared.bus import Bus
     from shared.errors import TransientError
@@ -179,7 +209,9 @@ def _provision() -> int:
     settings = DeskSettings()
 
     async def go() -> dict[str, str]:
-        bus = await Bus.connect(settings.nats_url, service="provision", reconnect=False)
+        bus = await Bus.connect(
+            settings.nats_url, service="provision", auth=settings.nats_auth(), reconnect=False
+        )
         try:
             return dict(
                 await provision(
@@ -213,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         return _status(args.json)
     if command == "provision":
         return _provision()
+    if command == "nats-config":
+        return _nats_config(args.passwords)
     if command == "send-webhook":
         return _send_webhook(args)
     if command == "helpdesk":

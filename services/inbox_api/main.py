@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 
 from shared import subjects
@@ -12,7 +13,7 @@ from shared.db import database_url, make_engine
 from shared.service import Service
 from shared.settings import InboxApiSettings
 
-from . import store, web
+from . import metrics, store, web
 from .api import Inbox
 from .api import routes as api_routes
 from .auth import Reviewers
@@ -27,6 +28,10 @@ async def run(settings: InboxApiSettings) -> None:
     reviewers = Reviewers.load(settings.reviewers, settings.var_dir)
     inbox = Inbox(engine, reviewers)
     secret = settings.session_secret.get_secret_value() if settings.session_secret else None
+    stop_metrics = asyncio.Event()  # waiting count and oldest age, refreshed off the event loop
+    metering = asyncio.create_task(
+        metrics.refresh(functools.partial(store.waiting, engine), stop_metrics)
+    )
     try:
         service = Service(settings, routes=[*api_routes, *web.routes], state={"inbox": inbox})
         for layer in web.middleware(secret, settings.cookie_secure):  # before the server starts
@@ -65,4 +70,6 @@ async def run(settings: InboxApiSettings) -> None:
             else:
                 await svc.until_stopped()
     finally:
+        stop_metrics.set()
+        await metering
         engine.dispose()

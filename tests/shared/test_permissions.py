@@ -1,0 +1,124 @@
+"""Per-service NATS users on a real nats-server: each service works, and stays in its lane."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import nats.errors as nats_errors
+import pytest
+
+from desk.credentials import nats_passwords
+from desk.natsserver import NatsServer
+from shared import subjects
+from shared.bus import Bus, NatsAuth
+from shared.errors import TransientError
+from shared.permissions import ADMIN, SERVICES, authorization_block
+from shared.streams import Topology, provision
+from tests.helpers import eventually, messages
+from tests.services.inbox_api.conftest import write_credentials
+from tests.services_running import ServiceProcess
+
+PASSWORDS = nats_passwords()
+
+
+@pytest.fixture
+def secured(tmp_path: Path) -> Iterator[NatsServer]:
+    server = NatsServer(
+        tmp_path / "nats", sync_always=False, authorization=authorization_block(PASSWORDS)
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+async def connect(server: NatsServer, user: str) -> Bus:
+    return await Bus.connect(
+        server.url,
+        service=user,
+        publish_timeout=1.0,
+        auth=NatsAuth(user=user, password=PASSWORDS[user]),
+    )
+
+
+@pytest.fixture
+async def admin(secured: NatsServer) -> AsyncIterator[Bus]:
+    bus = await connect(secured, ADMIN)
+    await provision(bus.js, Topology())
+    try:
+        yield bus
+    finally:
+        await bus.close()
+
+
+async def test_every_service_starts_ready_with_its_own_user(
+    admin: Bus, secured: NatsServer, tmp_path: Path
+) -> None:
+    write_credentials(tmp_path / "var")
+    processes = []
+    try:
+        for service in SERVICES:
+            env = {
+                "DESK_NATS_URL": secured.url,
+                "DESK_NATS_USER": service,
+                "DESK_NATS_PASSWORD": PASSWORDS[service],
+                "DESK_PROVISION": "false",
+                "DESK_VAR_DIR": str(tmp_path / "var"),
+                "DESK_HELPDESK_URL": f"sqlite:///{tmp_path / 'helpdesk.sqlite'}",
+            }
+            processes.append(ServiceProcess([service], env, tmp_path / f"{service}.log"))
+        await asyncio.gather(*(asyncio.to_thread(p.start) for p in processes))  # /readyz 200
+
+        async def consuming() -> bool:  # every service created and bound its durables itself
+            for durables in subjects.DURABLES.values():
+                for stream, durable in durables:
+                    try:
+                        await admin.js.consumer_info(stream, durable)
+                    except nats_errors.Error:
+                        return False
+            return True
+
+        await eventually(consuming, timeout=15, message="every durable consumer in place")
+        for process in processes:
+            assert process.proc is not None and process.proc.poll() is None, process.tail()
+            assert "permissions violation" not in process.tail(), process.args
+    finally:
+        for process in processes:
+            process.kill()
+
+
+async def test_the_drafter_cannot_publish_results(admin: Bus, secured: NatsServer) -> None:
+    drafter = await connect(secured, "drafter")
+    try:
+        await drafter.publish(subjects.INBOX_ITEM, b"{}", msg_id="ok-1")  # its own subject
+        with pytest.raises(TransientError):
+            await drafter.publish(subjects.result("reply.sent"), b"{}", msg_id="forged-1")
+    finally:
+        await drafter.close()
+    assert await messages(admin.js, subjects.RESULTS) == []
+
+
+async def test_ingress_cannot_read_the_inbox(admin: Bus, secured: NatsServer) -> None:
+    await admin.publish(subjects.INBOX_ITEM, b"{}", msg_id="item-1")
+    ingress = await connect(secured, "ingress")
+    try:
+        await ingress.publish(subjects.event("helpdesk", "ticket.created"), b"{}", msg_id="e-1")
+        with pytest.raises((TimeoutError, nats_errors.TimeoutError, nats_errors.Error)):
+            sub = await ingress.js.pull_subscribe(
+                subjects.INBOX_ITEM, durable="snoop", stream=subjects.INBOX
+            )
+            await sub.fetch(1, timeout=1)
+        received: list[bytes] = []
+
+        async def snoop(msg: object) -> None:
+            received.append(b"x")
+
+        await ingress.nc.subscribe(subjects.INBOX_ITEM, cb=snoop)
+        await admin.publish(subjects.INBOX_ITEM, b"{}", msg_id="item-2")
+        await asyncio.sleep(0.5)  # a permitted subscriber would have it by now
+        assert received == []
+    finally:
+        await ingress.close()
