@@ -11,6 +11,7 @@ desk dlq list|show|replay        inspect and replay dead letters
 desk results tail [--all]        print result events (CloudEvents) as they arrive
 desk reconcile [--stale]         backfill events the system never got (and remind stale ones)
 desk report                      print and publish the daily report
+desk demo                        the demo scenario on a fresh stack, step by step
 desk <service>                   run one service: ingress, router, drafter, inbox_api,
                                  sender, reconciler (what each Kubernetes Deployment runs)
 desk ingress imap                poll a mailbox into email.received events
@@ -37,7 +38,7 @@ from shared.settings import (
     first_error,
 )
 
-from . import dlq, inbox, reconcile, results
+from . import demo, dlq, inbox, reconcile, results
 
 ALIASES = {name.replace("_", "-"): name for name in SERVICE_SETTINGS}
 
@@ -72,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     inbox.add_arguments(sub)
     results.add_arguments(sub)
     reconcile.add_arguments(sub)
+    demo.add_arguments(sub)
     helpdesk = sub.add_parser("helpdesk", help="the demo helpdesk (source system)")
     helpdesk_sub = helpdesk.add_subparsers(dest="helpdesk_command", required=True)
     create = helpdesk_sub.add_parser("create", help="add a ticket without sending a webhook")
@@ -253,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
         return _helpdesk_create(args)
     if command == "inbox":
         return inbox.main(args, DeskSettings().var_dir.resolve())
+    if command == "demo":
+        return demo.main(args)
     if command in ("reconcile", "report"):
         return reconcile.main(args)
     if command == "results":

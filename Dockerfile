@@ -1,0 +1,49 @@
+# syntax=docker/dockerfile:1
+#
+# One image for every Ambient Desk process: `desk up` by default (the whole system on one
+# machine), `desk <service>` in Kubernetes (each Deployment passes its service as args).
+#
+#   docker build -t ambient-desk .
+#   docker run --rm -it --name desk ambient-desk        # desk up (its listeners are on the
+#   docker exec desk desk send-webhook --repeat 2       #   container's loopback: use exec)
+#   docker run --rm -e DESK_NATS_URL=nats://nats:4222 -p 8080:8080 ambient-desk router
+#
+# The builder installs the project into a virtualenv; the final stage copies only that
+# virtualenv onto a fresh python:3.11-slim (no pip cache, no build tools, no sources).
+
+ARG PYTHON_IMAGE=python:3.11-slim
+
+FROM ${PYTHON_IMAGE} AS builder
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONUNBUFFERED=1
+RUN python -m venv /opt/desk
+WORKDIR /src
+# Only what the wheel is built from (see .dockerignore for what never reaches the context).
+COPY pyproject.toml README.md ./
+COPY shared ./shared
+COPY services ./services
+COPY desk ./desk
+RUN /opt/desk/bin/pip install --upgrade pip \
+ && /opt/desk/bin/pip install . \
+ && /opt/desk/bin/desk --help >/dev/null
+
+FROM ${PYTHON_IMAGE}
+LABEL org.opencontainers.image.title="ambient-desk" \
+      org.opencontainers.image.description="Ambient Desk: events in, reviewed replies out."
+ENV PATH=/opt/desk/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    DESK_HTTP_HOST=0.0.0.0 \
+    DESK_HTTP_PORT=8080
+RUN groupadd --system --gid 10001 desk \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /home/desk --create-home \
+      --shell /usr/sbin/nologin desk
+COPY --from=builder /opt/desk /opt/desk
+USER 10001:10001
+WORKDIR /home/desk
+# A single service (`desk <service>`) listens on DESK_HTTP_PORT: /healthz, /readyz, /metrics.
+# `desk up` starts its own listeners (DESK_INGRESS_PORT 8000, DESK_INBOX_API_PORT 8001).
+EXPOSE 8080
+ENTRYPOINT ["desk"]
+CMD ["up"]
