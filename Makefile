@@ -29,5 +29,8 @@ check: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/mypy shared services desk
 
+chaos: $(VENV)/.installed-test
+	$(BIN)/python -m chaos $(CHAOS_ARGS)
+
 clean:
 	rm -rf $(VENV) var .pytest_cache

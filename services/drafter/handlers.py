@@ -9,7 +9,8 @@ ticket, or a redelivery after a crash never drafts twice:
 | none                      | start                          | refuse (not waiting)        |
 | waiting for review        | re-emit the current item       | resume (if version current) |
 | failed or killed mid-way  | resume from the failed node    | resume from the failed node |
-| finished                  | start again only if newer      | refuse (not waiting)        |
+| finished (has an outcome) | start again only if newer      | refuse (not waiting)        |
+| started, nothing done yet | start                          | refuse (not waiting)        |
 """
 
 from __future__ import annotations
@@ -73,16 +74,16 @@ class Drafter:
                 await self._emit(InboxItem.model_validate(state.interrupts[0].value))
                 metrics.OUTCOMES.labels("duplicate").inc()
                 return
+            finished = bool(state.values.get("outcome"))
             if state.next:
-                await self._run(None, config)
-            elif state.values and not threads.newer(
-                work.version, state.values.get("handled_version")
-            ):
+                await self._run(None, config)  # resume from the node that failed
+            elif finished and not threads.newer(work.version, state.values.get("handled_version")):
                 metrics.OUTCOMES.labels("duplicate").inc()
                 raise BusinessReject(
                     f"thread {work.thread} already handled this ticket version", outcome="duplicate"
                 )
             else:
+                # a new thread, a newer ticket version, or a start killed before its first step
                 await self._run(work.start(), config)
             await self._after(config)
         metrics.DRAFT_SECONDS.observe(time.monotonic() - started)
@@ -133,7 +134,7 @@ class Drafter:
         metrics.OUTCOMES.labels(outcome).inc()
         if outcome == "closed":
             raise BusinessReject("the ticket is closed: no draft", outcome="closed")
-        log.info("thread finished: %s", outcome, extra={"thread": state.values.get("thread")})
+        log.info("thread finished: %s", outcome, extra={"thread_id": state.values.get("thread")})
 
     async def _emit(self, item: InboxItem) -> None:
         msg_id = ids.inbox_item(item.thread, item.version)

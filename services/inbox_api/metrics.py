@@ -42,9 +42,16 @@ class OldestWaiting(Collector):
     def __init__(self) -> None:
         self.created: float | None = None  # epoch seconds of the oldest waiting item
 
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        yield self._family()
+
     def collect(self) -> Iterator[GaugeMetricFamily]:
         age = 0.0 if self.created is None else max(0.0, time.time() - self.created)
-        yield GaugeMetricFamily(
+        yield self._family(age)
+
+    @staticmethod
+    def _family(age: float | None = None) -> GaugeMetricFamily:
+        return GaugeMetricFamily(
             "desk_inbox_oldest_waiting_seconds",
             "Age of the oldest inbox item waiting for a reviewer (0 when none waits).",
             value=age,

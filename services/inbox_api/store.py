@@ -112,7 +112,7 @@ def create_tables(engine: Engine) -> None:
 def project(engine: Engine, item: InboxItem) -> bool:
     """Store one item version; True if it was new. Order-independent: versions of one thread
     may arrive in any order, and concurrently, and end in the same rows."""
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         if session.get(ItemRow, item.id) is not None:
             return False
         now = _now()
@@ -153,7 +153,7 @@ def supersede_older(engine: Engine, thread: str) -> None:
 
     Run after each insert, in its own transaction, so whichever of two concurrent inserts
     commits last sees both rows."""
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         newest = session.exec(
             select(func.max(ItemRow.version)).where(ItemRow.thread == thread)
         ).one()
@@ -178,7 +178,7 @@ def supersede_older(engine: Engine, thread: str) -> None:
 
 def set_result(engine: Engine, item_id: str, status: str, result: dict[str, Any]) -> bool:
     """Record what became of a decided item (sent, failed, ignored); False if unknown."""
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         row = session.get(ItemRow, item_id)
         if row is None:
             return False
@@ -212,7 +212,7 @@ def decide(
     engine: Engine, item_id: str, kind: str, args: Any, version: int, reviewer: Reviewer
 ) -> Decision:
     """Record a decision (the trail row) and return it for publishing; raises 404/409/422 kinds."""
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         row = session.get(ItemRow, item_id)
         if row is None:
             raise NotFound(f"no item {item_id}")
@@ -284,7 +284,7 @@ def decide(
 
 
 def mark_published(engine: Engine, thread: str, version: int) -> None:
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         row = session.exec(
             select(DecisionRow).where(DecisionRow.thread == thread, DecisionRow.version == version)
         ).first()
@@ -297,7 +297,7 @@ def mark_published(engine: Engine, thread: str, version: int) -> None:
 def unpublished(engine: Engine, older_than: float) -> list[Decision]:
     """Decisions recorded but not yet on the bus (a crash between commit and publish)."""
     cutoff = _now() - dt.timedelta(seconds=older_than)
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         rows = session.exec(
             select(DecisionRow).where(
                 col(DecisionRow.published).is_(False), col(DecisionRow.decided_at) <= cutoff
@@ -416,7 +416,7 @@ def list_items(
                 or_(created < after_time, (created == after_time) & (ident < after_id))
             )
     order = (created.asc(), ident.asc()) if sort == "oldest" else (created.desc(), ident.desc())
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         rows = session.exec(query.order_by(*order).limit(limit + 1)).all()
     more = len(rows) > limit
     rows = rows[:limit]
@@ -425,7 +425,7 @@ def list_items(
 
 
 def get_item(engine: Engine, item_id: str) -> dict[str, Any] | None:
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         row = session.get(ItemRow, item_id)
         if row is None:
             return None
@@ -454,7 +454,7 @@ def get_item(engine: Engine, item_id: str) -> dict[str, Any] | None:
 
 
 def stats(engine: Engine) -> dict[str, Any]:
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         by_status = dict(
             session.exec(select(ItemRow.status, func.count()).group_by(ItemRow.status)).all()
         )
@@ -496,7 +496,7 @@ def stats(engine: Engine) -> dict[str, Any]:
 
 def waiting(engine: Engine) -> tuple[int, dt.datetime | None]:
     """How many items wait for a reviewer, and when the oldest of them was created."""
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         count, oldest = session.exec(
             select(func.count(), func.min(ItemRow.created_at)).where(ItemRow.status == "waiting")
         ).one()
@@ -504,6 +504,6 @@ def waiting(engine: Engine) -> tuple[int, dt.datetime | None]:
 
 
 def review_log(engine: Engine) -> list[dict[str, Any]]:
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         rows = session.exec(select(DecisionRow).order_by(col(DecisionRow.id))).all()
         return [decision_json(r) for r in rows]

@@ -102,7 +102,7 @@ def _utc(value: dt.datetime) -> dt.datetime:
 
 
 def see_item(engine: Engine, item: ItemRow) -> None:
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         if session.get(ItemRow, item.item_id) is not None:
             return
         session.add(item)
@@ -113,18 +113,18 @@ def see_item(engine: Engine, item: ItemRow) -> None:
 
 
 def get_item(engine: Engine, item_id: str) -> ItemRow | None:
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         return session.get(ItemRow, item_id)
 
 
 def current_version(engine: Engine, thread: str) -> int | None:
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         return session.exec(select(func.max(ItemRow.version)).where(ItemRow.thread == thread)).one()
 
 
 def record(engine: Engine, outbox: OutboxRow | None, result: ResultRow | None) -> bool:
     """Insert the outbox row and/or its result event in one transaction; False if it existed."""
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         if outbox is not None:
             session.add(outbox)
         if result is not None:
@@ -138,7 +138,7 @@ def record(engine: Engine, outbox: OutboxRow | None, result: ResultRow | None) -
 
 
 def get_outbox(engine: Engine, key: str) -> OutboxRow | None:
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         return session.get(OutboxRow, key)
 
 
@@ -151,7 +151,7 @@ def settle(
     result: ResultRow | None,
 ) -> None:
     """Store a delivery outcome and (for a final one) its result event, in one transaction."""
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         row = session.get(OutboxRow, key)
         if row is None:
             return
@@ -176,7 +176,7 @@ def audit(
     error: str | None,
 ) -> int:
     """Append one attempt; returns the attempt number."""
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         row = session.get(OutboxRow, key)
         attempt = (row.attempts if row else 0) + 1
         if row is not None:
@@ -199,7 +199,7 @@ def audit(
 
 
 def pending_results(engine: Engine, limit: int = 100) -> list[ResultRow]:
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         rows = session.exec(
             select(ResultRow)
             .where(col(ResultRow.published).is_(False))
@@ -212,7 +212,7 @@ def pending_results(engine: Engine, limit: int = 100) -> list[ResultRow]:
 
 
 def mark_published(engine: Engine, result_id: str) -> None:
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         row = session.get(ResultRow, result_id)
         if row is not None and not row.published:
             row.published = True
@@ -221,10 +221,10 @@ def mark_published(engine: Engine, result_id: str) -> None:
 
 
 def outbox_rows(engine: Engine) -> list[OutboxRow]:
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         return list(session.exec(select(OutboxRow).order_by(col(OutboxRow.created_at))).all())
 
 
 def audit_rows(engine: Engine) -> list[AuditRow]:
-    with Session(engine) as session:
+    with Session(engine, expire_on_commit=False) as session:
         return list(session.exec(select(AuditRow).order_by(col(AuditRow.id))).all())

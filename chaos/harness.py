@@ -1,0 +1,908 @@
+"""The chaos harness: the real stack (`desk up`), a seeded workload, an auto-reviewer, faults.
+
+    python -m chaos [--events N] [--seed S] [--deadline SECONDS] [--keep]
+
+1. Starts fakes in this process (an OpenAI-compatible LLM, a delivery channel), then the whole
+   stack as `python -m desk up` in a temporary var dir, pointed at them.
+2. Sends a bounded, seeded workload of signed ticket webhooks: one ticket per thread created in
+   the demo helpdesk just before its first event; 20 % of sends re-send an earlier event
+   (same id); 5 % name tickets that do not exist (T99xxx); some tickets get a second event with
+   an OLDER version after a newer one; some tickets are created without any webhook, so only
+   the reconciler can find them.
+3. An auto-reviewer decides every waiting item (accept / edit / response at most once per
+   thread / ignore; notify items are ignored), deterministic per item id.
+4. While that runs: SIGKILL each of the six services once (the supervisor restarts them),
+   SIGKILL nats-server once (the supervisor restarts it on the same store), make the LLM answer
+   503 for a while, make the channel answer 503 for a while.
+5. Waits until quiescent (or the deadline), prints one PASS/FAIL line per invariant and exits 0
+   only if all hold. The stack is always stopped (SIGINT to the supervisor).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import datetime as dt
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from desk.helpdesk import create as create_ticket
+from desk.helpdesk import ensure_demo
+from desk.webhook import signed_headers
+from shared.source.events import ticket_event
+
+from .channel import ThreadedChannel
+
+SERVICES = ("ingress", "router", "drafter", "inbox_api", "sender", "reconciler")
+TERMINAL = ("sent", "ignored")
+SETTLE_SECONDS = 6.0  # quiescent = nothing changed for this long
+MISSING_GRACE = 30.0  # ...or this long, if some ticket never got an item
+
+
+def log(text: str) -> None:
+    stamp = time.strftime("%H:%M:%S")
+    print(f"[chaos {stamp}] {text}", file=sys.stderr, flush=True)
+
+
+# -- the workload plan ------------------------------------------------------------------------
+
+
+@dataclass
+class Op:
+    kind: str  # "first" (create ticket + send), "older" (pair's older event), "missing",
+    #            "dup" (re-send op `ref`), "silent" (create ticket, no webhook)
+    slot: int = -1  # ticket slot for first / older / silent
+    ref: Op | None = None  # the op a dup re-sends
+    lawyer: bool = False
+
+
+def plan(events: int, rng: random.Random) -> list[Op]:
+    n_dup = round(0.20 * events)
+    n_missing = max(1, round(0.05 * events))
+    n_pairs = max(1, round(0.05 * events))
+    n_silent = max(1, round(0.05 * events))
+    unique = events - n_dup
+    n_single = unique - n_missing - 2 * n_pairs
+    if n_single < 1:
+        raise SystemExit("--events is too small for the workload mix (use at least 20)")
+    slot = 0
+    base: list[Op] = []
+    for _ in range(n_single):
+        base.append(Op("first", slot, lawyer=rng.random() < 0.05))
+        slot += 1
+    pair_slots = []
+    for _ in range(n_pairs):
+        base.append(Op("first", slot))
+        pair_slots.append(slot)
+        slot += 1
+    for i in range(n_missing):
+        base.append(Op("missing", 99000 + i))
+    rng.shuffle(base)
+    # each pair's older event goes somewhere after its newer one
+    for pslot in pair_slots:
+        at = next(i for i, op in enumerate(base) if op.kind == "first" and op.slot == pslot)
+        base.insert(rng.randint(at + 1, len(base)), Op("older", pslot))
+    ops = list(base)
+    # duplicates: re-send an earlier send (same event id), at a random later position
+    for _ in range(n_dup):
+        sends = [i for i, op in enumerate(ops) if op.kind in ("first", "older", "missing")]
+        ref_pos = rng.choice(sends)
+        ops.insert(rng.randint(ref_pos + 1, len(ops)), Op("dup", ref=ops[ref_pos]))
+    # silent tickets (no webhook) at random points
+    for _ in range(n_silent):
+        ops.insert(rng.randint(0, len(ops)), Op("silent", slot))
+        slot += 1
+    return ops
+
+
+# -- state shared between threads -------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    seed: int
+    events: int
+    deadline: float
+    var: Path
+    ingress: str = ""
+    inbox: str = ""
+    secret: str = ""
+    token: str = ""
+    helpdesk_url: str = ""
+    stop: threading.Event = field(default_factory=threading.Event)
+    sending_done: threading.Event = field(default_factory=threading.Event)
+    faults_done: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    # workload facts
+    valid_tickets: set[str] = field(default_factory=set)  # every existing ticket we made
+    webhook_tickets: set[str] = field(default_factory=set)
+    silent_tickets: set[str] = field(default_factory=set)
+    missing_tickets: set[str] = field(default_factory=set)
+    pair_tickets: set[str] = field(default_factory=set)
+    lawyer_tickets: set[str] = field(default_factory=set)
+    sends: int = 0  # webhook sends answered 202 (planned ones)
+    http_attempts: int = 0
+    planned_dups: int = 0
+    dup_answers: int = 0  # planned duplicates answered duplicate:true
+    dup_wrong: list[str] = field(default_factory=list)  # planned duplicates answered false
+    first_dup: int = 0  # first sends answered duplicate:true (a retried send)
+    send_errors: Counter[str] = field(default_factory=Counter)
+    # reviewer facts
+    decisions: Counter[str] = field(default_factory=Counter)
+    decision_conflicts: int = 0
+    decision_errors: Counter[str] = field(default_factory=Counter)
+    responded: set[str] = field(default_factory=set)
+    # faults
+    faults: list[str] = field(default_factory=list)
+    fault_problems: list[str] = field(default_factory=list)
+    peak_redelivered: int = 0
+
+
+# -- process helpers --------------------------------------------------------------------------
+
+
+def children_of(pid: int) -> list[tuple[int, str]]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid != pid:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue
+        found.append((int(entry), cmd))
+    return found
+
+
+def nats_pid(supervisor: int) -> int | None:
+    for pid, cmd in children_of(supervisor):
+        if "nats-server" in cmd:
+            return pid
+    return None
+
+
+def read_state(var: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((var / "stack.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def service_pid(var: Path, name: str) -> int | None:
+    state = read_state(var)
+    if not state:
+        return None
+    pid = state["services"].get(name, {}).get("pid")
+    return int(pid) if pid else None
+
+
+def is_service(pid: int, name: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            parts = f.read().split(b"\0")
+    except OSError:
+        return False
+    return b"desk" in parts and name.encode() in parts
+
+
+# -- the stack --------------------------------------------------------------------------------
+
+
+def start_stack(
+    var: Path, llm_url: str, channel_url: str
+) -> tuple[subprocess.Popen[bytes], dict[str, Any], dict[str, Any]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
+    channel_secret = "whsec_" + base64.b64encode(os.urandom(24)).decode()
+    env.update(
+        {
+            "DESK_VAR_DIR": str(var),
+            "DESK_INGRESS_PORT": "0",
+            "DESK_INBOX_API_PORT": "0",
+            "DESK_RECONCILE_INTERVAL": "2",
+            "DESK_RETRY_INITIAL": "0.3",
+            "DESK_ACK_WAIT": "5",
+            "DESK_MAX_DELIVER": "20",
+            "DESK_LLM_BASE_URL": llm_url,
+            "DESK_LLM_API_KEY": "x",
+            "DESK_CHANNEL": "webhook",
+            "DESK_CHANNEL_URL": channel_url,
+            "DESK_CHANNEL_SECRET": channel_secret,
+            "DESK_BREAKER_OPEN_SECONDS": "2",
+            "DESK_DRAIN_TIMEOUT": "5",
+        }
+    )
+    out = open(var / "desk-up.log", "wb")
+    stack = subprocess.Popen(
+        [sys.executable, "-m", "desk", "up"], env=env, stdout=out, stderr=subprocess.STDOUT
+    )
+    out.close()
+    deadline = time.monotonic() + 60
+    while True:
+        state = read_state(var)
+        if state and all(state["services"][s].get("pid") for s in SERVICES):
+            break
+        if stack.poll() is not None:
+            raise RuntimeError(f"desk up exited with {stack.returncode}; see {var}/desk-up.log")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the stack did not start in 60s; see {var}/desk-up.log")
+        time.sleep(0.2)
+    creds = json.loads(Path(state["credentials"]).read_text())
+    # every service answers /readyz
+    with httpx.Client(timeout=2) as client:
+        for name in SERVICES:
+            url = state["services"][name]["url"]
+            while True:
+                try:
+                    if client.get(f"{url}/readyz").status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{name} not ready in 60s; see {var}/log/{name}.log")
+                time.sleep(0.2)
+    return stack, state, creds
+
+
+def stop_stack(stack: subprocess.Popen[bytes]) -> None:
+    if stack.poll() is not None:
+        return
+    stack.send_signal(signal.SIGINT)
+    try:
+        stack.wait(60)
+    except subprocess.TimeoutExpired:
+        stack.kill()
+        stack.wait(10)
+
+
+# -- workload ---------------------------------------------------------------------------------
+
+
+def post_event(run: Run, client: httpx.Client, event: dict[str, Any]) -> bool | None:
+    """Send one event until it is accepted (202); its `duplicate` flag, None if we gave up."""
+    body = json.dumps(event).encode()
+    while not run.stop.is_set():
+        headers = signed_headers("standard", run.secret, event, body)
+        run.http_attempts += 1
+        try:
+            answer = client.post(f"{run.ingress}/webhooks/helpdesk", content=body, headers=headers)
+        except httpx.HTTPError as exc:
+            run.send_errors[exc.__class__.__name__] += 1
+            time.sleep(0.3)
+            continue
+        if answer.status_code == 202:
+            return bool(answer.json().get("duplicate"))
+        run.send_errors[str(answer.status_code)] += 1
+        if answer.status_code < 500:
+            log(f"ingress refused {event['id']}: {answer.status_code} {answer.text[:200]}")
+            return None
+        time.sleep(0.3)
+    return None
+
+
+def workload(run: Run, ops: list[Op], rng: random.Random) -> None:
+    sent: dict[int, dict[str, Any]] = {}  # id(op) -> the event it sent
+    tickets: dict[int, Any] = {}  # slot -> Ticket
+    pace = max(0.0, 20.0 / max(len(ops), 1))  # spread a small run over ~20 s of faults
+    with httpx.Client(timeout=10) as client:
+        for i, op in enumerate(ops):
+            if run.stop.is_set():
+                break
+            started = time.monotonic()
+            if op.kind == "silent":
+                t = _create(run, op, rng)
+                run.silent_tickets.add(t.id)
+                continue
+            if op.kind == "first":
+                t = _create(run, op, rng)
+                tickets[op.slot] = t
+                run.webhook_tickets.add(t.id)
+                event = ticket_event(
+                    "ticket.created",
+                    t.id,
+                    event_id=f"evt_chaos_{run.seed}_{i}",
+                    updated_at=t.updated_at,
+                    priority="normal",
+                )
+            elif op.kind == "older":
+                t = tickets[op.slot]
+                run.pair_tickets.add(t.id)
+                # the same ticket again, with an older version, after the newer one
+                event = ticket_event(
+                    "ticket.created",
+                    t.id,
+                    event_id=f"evt_chaos_{run.seed}_{i}_older",
+                    updated_at=t.updated_at - dt.timedelta(seconds=60),
+                    priority="normal",
+                )
+            elif op.kind == "missing":
+                tid = f"T{op.slot}"
+                run.missing_tickets.add(tid)
+                event = ticket_event(
+                    "ticket.created", tid, event_id=f"evt_chaos_{run.seed}_{i}", priority="normal"
+                )
+            else:  # dup
+                assert op.ref is not None
+                if id(op.ref) not in sent:
+                    continue  # its original was never accepted (stopped)
+                event = sent[id(op.ref)]
+            duplicate = post_event(run, client, event)
+            if duplicate is None:
+                continue
+            run.sends += 1
+            if op.kind == "dup":
+                run.planned_dups += 1
+                if duplicate:
+                    run.dup_answers += 1
+                else:
+                    run.dup_wrong.append(str(event["id"]))
+            else:
+                sent[id(op)] = event
+                if duplicate:
+                    run.first_dup += 1
+            spent = time.monotonic() - started
+            if pace > spent:
+                time.sleep(pace - spent)
+    run.sending_done.set()
+    log(f"workload sent: {run.sends} accepted sends, {run.http_attempts} HTTP attempts")
+
+
+def _create(run: Run, op: Op, rng: random.Random) -> Any:
+    subject = rng.choice(
+        ["Where is my refund?", "Invoice needs my VAT number", "Cannot log in", "Order late"]
+    )
+    body = "Hello, could you please help me with this? Thanks."
+    if op.lawyer:
+        subject = "Complaint"
+        body = "If this is not fixed I will talk to my lawyer."
+    while True:
+        try:
+            ticket = create_ticket(
+                run.helpdesk_url, f"C{rng.randint(1, 9):03d}", subject, body, "normal"
+            )
+            break
+        except Exception as exc:  # a locked SQLite file under load: try again
+            log(f"creating a ticket failed ({exc.__class__.__name__}: {exc}); retrying")
+            time.sleep(0.2)
+    with run.lock:
+        run.valid_tickets.add(ticket.id)
+        if op.lawyer:
+            run.lawyer_tickets.add(ticket.id)
+    return ticket
+
+
+# -- the auto-reviewer ------------------------------------------------------------------------
+
+
+def reviewer(run: Run) -> None:
+    headers = {"Authorization": f"Bearer {run.token}"}
+    with httpx.Client(base_url=run.inbox, headers=headers, timeout=10) as client:
+        while not run.stop.is_set():
+            try:
+                answer = client.get("/api/items", params={"status": "waiting", "limit": "200"})
+                items = answer.json()["items"] if answer.status_code == 200 else []
+            except (httpx.HTTPError, ValueError, KeyError):
+                items = []
+            for item in items:
+                if run.stop.is_set():
+                    break
+                decide(run, client, item)
+            time.sleep(0.3 if not items else 0.05)
+
+
+def decide(run: Run, client: httpx.Client, item: dict[str, Any]) -> None:
+    rng = random.Random(f"{run.seed}/{item['id']}")
+    action = (item.get("action_request") or {}).get("action")
+    config = item.get("config") or {}
+    thread = item["thread"]
+    if action == "notify_supervisor" or not config.get("allow_accept", True):
+        kind = "ignore"
+    else:
+        r = rng.random()
+        kind = "accept" if r < 0.5 else "edit" if r < 0.7 else "response" if r < 0.85 else "ignore"
+        if kind == "response" and (thread in run.responded or not config.get("allow_respond")):
+            kind = "accept"
+    body: dict[str, Any] = {"type": kind, "version": item["version"]}
+    if kind == "edit":
+        body["args"] = (
+            f"Hello,\n\nThank you for your patience; we are on it (reviewed {item['id']}).\n\n"
+            "Kind regards,\nSupport"
+        )
+    elif kind == "response":
+        body["args"] = "Please mention that we answer within two working days."
+    try:
+        answer = client.post(f"/api/items/{item['id']}/decision", json=body)
+    except httpx.HTTPError as exc:
+        run.decision_errors[exc.__class__.__name__] += 1
+        return
+    if answer.status_code == 202:
+        run.decisions[kind] += 1
+        if kind == "response":
+            run.responded.add(thread)
+    elif answer.status_code == 409:
+        run.decision_conflicts += 1
+    else:
+        run.decision_errors[str(answer.status_code)] += 1
+        if answer.status_code not in (502, 503, 504):
+            log(f"decision {kind} on {item['id']} got {answer.status_code}: {answer.text[:200]}")
+
+
+# -- faults -----------------------------------------------------------------------------------
+
+
+def injector(run: Run, supervisor: int, llm: Any, channel: ThreadedChannel, seed: int) -> None:
+    rng = random.Random(f"{seed}/faults")
+    faults = [f"kill:{s}" for s in SERVICES] + ["kill:nats", "llm:503", "channel:503"]
+    rng.shuffle(faults)
+    # start once the first events are in flight
+    while run.sends < max(3, run.events // 10) and not run.sending_done.is_set():
+        if run.stop.wait(0.2):
+            return
+    for fault in faults:
+        if run.stop.wait(rng.uniform(1.0, 3.0)):
+            return
+        kind, what = fault.split(":")
+        if kind == "kill" and what == "nats":
+            pid = nats_pid(supervisor)
+            if pid is None:
+                run.fault_problems.append("nats-server pid not found")
+                continue
+            os.kill(pid, signal.SIGKILL)
+            run.faults.append(f"SIGKILL nats-server({pid})")
+            log(f"SIGKILL nats-server pid {pid}")
+            if not _wait(run, lambda pid=pid: (nats_pid(supervisor) or pid) != pid, 20):
+                run.fault_problems.append("nats-server was not restarted within 20s")
+        elif kind == "kill":
+            pid = service_pid(run.var, what)
+            if pid is None or not is_service(pid, what):
+                run.fault_problems.append(f"{what}: no live pid to kill")
+                continue
+            os.kill(pid, signal.SIGKILL)
+            run.faults.append(f"SIGKILL {what}({pid})")
+            log(f"SIGKILL {what} pid {pid}")
+            if not _wait(
+                run, lambda pid=pid, what=what: (service_pid(run.var, what) or pid) != pid, 20
+            ):
+                run.fault_problems.append(f"{what} was not restarted within 20s")
+        elif kind == "llm":
+            times = rng.randint(4, 10)
+            llm.fail_next(503, times=times)
+            run.faults.append(f"LLM 503 x{times}")
+            log(f"LLM answers 503 to the next {times} requests")
+        elif kind == "channel":
+            seconds = rng.uniform(3.0, 6.0)
+            channel.fail_for(seconds)
+            run.faults.append(f"channel 503 for {seconds:.1f}s")
+            log(f"channel answers 503 for {seconds:.1f}s")
+    run.faults_done.set()
+
+
+def _wait(run: Run, check: Any, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        if run.stop.wait(0.2):
+            return False
+    return False
+
+
+# -- observation ------------------------------------------------------------------------------
+
+
+def all_items(run: Run) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    cursor = None
+    with httpx.Client(
+        base_url=run.inbox, headers={"Authorization": f"Bearer {run.token}"}, timeout=10
+    ) as client:
+        while True:
+            params = {"limit": "200"}
+            if cursor:
+                params["cursor"] = cursor
+            answer = client.get("/api/items", params=params)
+            answer.raise_for_status()
+            page = answer.json()
+            items += page["items"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return items
+
+
+async def consumers(admin_url: str) -> dict[str, Any]:
+    from shared.bus import Bus
+    from shared.subjects import DURABLES
+
+    bus = await Bus.connect(admin_url, service="chaos", reconnect=False)
+    try:
+        found = {}
+        for pairs in DURABLES.values():
+            for stream, durable in pairs:
+                info = await bus.js.consumer_info(stream, durable)
+                found[f"{stream}/{durable}"] = info
+        return found
+    finally:
+        await bus.close()
+
+
+async def redeliveries(admin_url: str) -> dict[str, int]:
+    """Per consumer: deliveries (consumer sequence) minus the messages its filter matched.
+
+    Every stream has limits retention and every durable exists before the first message, so
+    after quiescence the difference is exactly how many deliveries were redeliveries.
+    """
+    from shared.bus import Bus
+    from shared.subjects import DURABLES
+
+    bus = await Bus.connect(admin_url, service="chaos", reconnect=False)
+    try:
+        found = {}
+        for pairs in DURABLES.values():
+            for stream, durable in pairs:
+                info = await bus.js.consumer_info(stream, durable)
+                filters = list(info.config.filter_subjects or []) or [
+                    info.config.filter_subject or ">"
+                ]
+                matched = 0
+                for subject in filters:
+                    sinfo = await bus.js.stream_info(stream, subjects_filter=subject)
+                    matched += sum((sinfo.state.subjects or {}).values())
+                found[f"{stream}/{durable}"] = info.delivered.consumer_seq - matched
+        return found
+    finally:
+        await bus.close()
+
+
+async def dead_letters(admin_url: str) -> list[Any]:
+    from shared.bus import Bus
+    from shared.deadletters import list_dead_letters
+
+    bus = await Bus.connect(admin_url, service="chaos", reconnect=False)
+    try:
+        letters: list[Any] = []
+        after = None
+        while True:
+            page = await list_dead_letters(bus.js, limit=100, after=after)
+            letters += page
+            if len(page) < 100:
+                return letters
+            after = page[-1].id
+    finally:
+        await bus.close()
+
+
+async def results(admin_url: str) -> list[Any]:
+    from services.reconciler.report import stored_since
+    from shared import subjects
+    from shared.bus import Bus
+
+    bus = await Bus.connect(admin_url, service="chaos", reconnect=False)
+    try:
+        return await stored_since(bus, subjects.RESULTS, dt.datetime(2000, 1, 1, tzinfo=dt.UTC))
+    finally:
+        await bus.close()
+
+
+def snapshot(run: Run, admin_url: str) -> tuple[bool, Any, bool]:
+    """(quiescent now, a fingerprint of the state, every valid ticket has an item)."""
+    items = all_items(run)
+    statuses = Counter(i["status"] for i in items)
+    infos = asyncio.run(consumers(admin_url))
+    drained = all(
+        (c.num_pending or 0) == 0 and (c.num_ack_pending or 0) == 0 for c in infos.values()
+    )
+    busy = statuses.get("waiting", 0) + statuses.get("decided", 0)
+    with run.lock:
+        valid = set(run.valid_tickets)
+    seen = {i["ticket_id"] for i in items}
+    fingerprint = (
+        tuple(sorted(statuses.items())),
+        tuple(sorted((k, c.delivered.stream_seq) for k, c in infos.items())),
+    )
+    return drained and busy == 0, fingerprint, valid <= seen
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m chaos", description=__doc__.split("\n")[0])
+    parser.add_argument("--events", type=int, default=2000, help="webhook sends (default 2000)")
+    parser.add_argument("--seed", type=int, default=1, help="workload and fault seed")
+    parser.add_argument("--deadline", type=float, default=1800, help="seconds before giving up")
+    parser.add_argument("--keep", action="store_true", help="keep the var dir even on success")
+    args = parser.parse_args(argv)
+
+    from tests.fakellm import FakeLLM  # the test suite's real OpenAI-compatible server
+
+    started = time.monotonic()
+    var = Path(tempfile.mkdtemp(prefix="desk-chaos-"))
+    rng = random.Random(args.seed)
+    ops = plan(args.events, rng)
+    run = Run(args.seed, args.events, args.deadline, var)
+    log(f"var dir {var}; {len(ops)} workload steps, seed {args.seed}")
+    llm = FakeLLM().start()
+    channel = ThreadedChannel().start()
+    stack = None
+    ok = False
+    try:
+        stack, state, creds = start_stack(var, llm.url, channel.url)
+        run.ingress = state["services"]["ingress"]["url"]
+        run.inbox = state["services"]["inbox_api"]["url"]
+        run.secret = creds["webhook_secrets"]["helpdesk"]
+        run.token = creds["reviewer_token"]
+        run.helpdesk_url = f"sqlite:///{var.resolve() / 'helpdesk.sqlite'}"
+        ensure_demo(run.helpdesk_url)
+        admin_url = state["nats_admin_url"]
+        log(f"stack up (supervisor pid {stack.pid}) in {time.monotonic() - started:.1f}s")
+
+        threads = [
+            threading.Thread(target=workload, args=(run, ops, rng), daemon=True),
+            threading.Thread(target=reviewer, args=(run,), daemon=True),
+            threading.Thread(
+                target=injector, args=(run, stack.pid, llm, channel, args.seed), daemon=True
+            ),
+        ]
+        for t in threads:
+            t.start()
+
+        quiescent = wait_quiescent(run, admin_url, started)
+        run.stop.set()
+        for t in threads:
+            t.join(15)
+        ok = report(run, admin_url, channel, quiescent, started)
+    except Exception as exc:
+        log(f"harness error: {exc.__class__.__name__}: {exc}")
+        print(f"FAIL harness: {exc.__class__.__name__}: {exc}", flush=True)
+    finally:
+        run.stop.set()
+        if stack is not None:
+            stop_stack(stack)
+        channel.stop()
+        llm.stop()
+        if ok and not args.keep:
+            shutil.rmtree(var, ignore_errors=True)
+        else:
+            log(f"logs kept in {var}/log")
+    print("chaos: OK" if ok else "chaos: FAILED", flush=True)
+    return 0 if ok else 1
+
+
+def wait_quiescent(run: Run, admin_url: str, started: float) -> bool:
+    last: Any = None
+    since = time.monotonic()
+    while time.monotonic() - started < run.deadline:
+        time.sleep(1.0)
+        if not (run.sending_done.is_set() and run.faults_done.is_set()):
+            try:  # a cheap look at redeliveries in flight
+                infos = asyncio.run(consumers(admin_url))
+                now = sum(c.num_redelivered or 0 for c in infos.values())
+                run.peak_redelivered = max(run.peak_redelivered, now)
+            except Exception:
+                pass
+            continue
+        try:
+            quiet, fingerprint, complete = snapshot(run, admin_url)
+        except Exception as exc:  # the inbox API or NATS restarting: not quiet
+            log(f"snapshot failed: {exc.__class__.__name__}: {exc}")
+            last = None
+            continue
+        if fingerprint != last or not quiet:
+            last, since = fingerprint, time.monotonic()
+            continue
+        stable = time.monotonic() - since
+        if stable >= SETTLE_SECONDS and (complete or stable >= MISSING_GRACE):
+            log(f"quiescent after {time.monotonic() - started:.0f}s")
+            return True
+    log("deadline passed before the system was quiescent")
+    return False
+
+
+def retried(var: Path, msg_id: str) -> bool:
+    """Whether any service logged a retry (nak) of the message `msg_id` (prefix match)."""
+    if not msg_id:
+        return True
+    for path in (var / "log").glob("*.log"):
+        with open(path, errors="replace") as f:
+            for line in f:
+                if msg_id in line and "retrying" in line:
+                    return True
+    return False
+
+
+TICKET_RE = re.compile(r"T\d{4,}")
+
+
+def report(
+    run: Run, admin_url: str, channel: ThreadedChannel, quiescent: bool, started: float
+) -> bool:
+    from services.sender.store import outbox_rows
+    from shared.db import database_url, make_engine
+
+    lines: list[tuple[bool, str, str]] = []
+    items = all_items(run)
+    by_ticket: dict[str, list[dict[str, Any]]] = {}
+    for item in items:
+        by_ticket.setdefault(item["ticket_id"], []).append(item)
+
+    # 1. every valid ticket reached a terminal state
+    final: Counter[str] = Counter()
+    bad: list[str] = []
+    for tid in sorted(run.valid_tickets):
+        versions = sorted(by_ticket.get(tid, []), key=lambda i: i["version"])
+        if not versions:
+            bad.append(f"{tid}:no item")
+            continue
+        latest = versions[-1]
+        stuck = [i for i in versions[:-1] if i["status"] not in ("superseded", *TERMINAL)]
+        if latest["status"] not in TERMINAL or stuck:
+            bad.append(f"{tid}:{latest['id']}={latest['status']}")
+        final[latest["status"]] += 1
+        if (latest.get("action_request") or {}).get("action") == "notify_supervisor":
+            final["notify"] += 1
+    unexpected = sorted(set(by_ticket) - run.valid_tickets)
+    lines.append(
+        (
+            not bad and not unexpected,
+            "terminal",
+            f"{len(run.valid_tickets)} valid tickets ({len(run.webhook_tickets)} by webhook, "
+            f"{len(run.silent_tickets)} reconciler-only, {len(run.pair_tickets)} with an older "
+            f"event after a newer one, {len(run.lawyer_tickets)} escalated); final sent "
+            f"{final['sent']}, ignored {final['ignored']} (notify acknowledged {final['notify']}); "
+            f"not terminal {len(bad)}{' ' + ', '.join(bad[:8]) if bad else ''}"
+            f"{'; items for unknown tickets ' + ', '.join(unexpected[:8]) if unexpected else ''}",
+        )
+    )
+
+    # 2. outbox = accepted + edited, no duplicate keys or reply.sent ids
+    engine = make_engine(database_url(None, run.var, "sender"))
+    try:
+        rows = outbox_rows(engine)
+    finally:
+        engine.dispose()
+    keys = [r.key for r in rows]
+    approved = [i for i in items if i.get("decision") in ("accept", "edit")]
+    stored = asyncio.run(results(admin_url))
+    sent_ids = []
+    for m in stored:
+        if m.subject == "results.reply.sent":
+            try:
+                sent_ids.append(json.loads(m.data)["id"])
+            except (ValueError, KeyError):
+                sent_ids.append("<unreadable>")
+    delivered = set(channel.keys())
+    dup_keys = len(keys) - len(set(keys))
+    dup_ids = len(sent_ids) - len(set(sent_ids))
+    undelivered = sorted(set(keys) - delivered)
+    ok = (
+        len(rows) == len(approved)
+        and dup_keys == 0
+        and dup_ids == 0
+        and len(sent_ids) == len(rows)
+        and not undelivered
+    )
+    lines.append(
+        (
+            ok,
+            "outbox",
+            f"rows {len(rows)} = accepted+edited decisions {len(approved)} "
+            f"(reviewer posted accept {run.decisions['accept']}, edit {run.decisions['edit']}); "
+            f"duplicate keys {dup_keys}; reply.sent events {len(sent_ids)}, duplicate ids "
+            f"{dup_ids}; channel calls 200 {len(channel.delivered)} for {len(delivered)} keys, "
+            f"503 {channel.refused}; rows never delivered {len(undelivered)}",
+        )
+    )
+
+    # 3. dead letters = exactly the nonexistent tickets, one attempt each
+    letters = asyncio.run(dead_letters(admin_url))
+    named: Counter[str] = Counter()
+    other: list[str] = []
+    attempts_bad: list[str] = []
+    interrupted: list[str] = []
+    for letter in letters:
+        found = set(TICKET_RE.findall(letter.payload)) | set(TICKET_RE.findall(letter.error))
+        hit = found & run.missing_tickets
+        if len(hit) == 1:
+            tid = hit.pop()
+            named[tid] += 1
+            if letter.attempts != 1:
+                # a delivery cut short by a SIGKILL or a broker restart is redelivered without
+                # any retry decision; only a logged retry of this message breaks the invariant
+                if retried(run.var, letter.original_msg_id or ""):
+                    attempts_bad.append(f"{tid}:{letter.attempts} (retried)")
+                else:
+                    interrupted.append(f"{tid}:{letter.attempts}")
+        else:
+            other.append(f"#{letter.id} {letter.service} {letter.reason}: {letter.error[:80]}")
+    missing_no_letter = sorted(run.missing_tickets - set(named))
+    twice = sorted(t for t, n in named.items() if n > 1)
+    lines.append(
+        (
+            not other and not missing_no_letter and not twice and not attempts_bad,
+            "dead letters",
+            f"{len(letters)} dead letters for {len(run.missing_tickets)} nonexistent tickets; "
+            f"without a letter {len(missing_no_letter)} {missing_no_letter[:5]}; more than one "
+            f"{twice[:5]}; retried before the letter {attempts_bad[:5]}; redelivered after an "
+            f"interrupted first delivery (no retry logged) {interrupted[:5]}; "
+            f"other letters {len(other)}"
+            f"{' ' + ' | '.join(other[:3]) if other else ''}",
+        )
+    )
+
+    # 4. nothing pending in any consumer
+    infos = asyncio.run(consumers(admin_url))
+    pending = {
+        k: (c.num_pending, c.num_ack_pending)
+        for k, c in infos.items()
+        if (c.num_pending or 0) or (c.num_ack_pending or 0)
+    }
+    try:
+        per_consumer = asyncio.run(redeliveries(admin_url))
+        redelivered = (
+            f"{sum(per_consumer.values())} {dict((k, v) for k, v in per_consumer.items() if v)}"
+        )
+    except Exception as exc:
+        redelivered = f"unknown ({exc.__class__.__name__}: {exc})"
+    redelivered += f", peak num_redelivered seen {run.peak_redelivered}"
+    lines.append(
+        (
+            not pending,
+            "consumers drained",
+            f"{len(infos)} consumers; with pending/ack-pending {pending or 'none'}; "
+            f"quiescent before the deadline: {quiescent}",
+        )
+    )
+
+    # 5. every re-sent event was answered duplicate:true
+    lines.append(
+        (
+            run.planned_dups > 0 and not run.dup_wrong,
+            "duplicates",
+            f"{run.planned_dups} re-sent events, {run.dup_answers} answered duplicate:true, "
+            f"{len(run.dup_wrong)} answered as new {run.dup_wrong[:5]}",
+        )
+    )
+
+    # 6. every planned fault was injected and recovered from
+    lines.append(
+        (
+            len(run.faults) == 9 and not run.fault_problems,
+            "faults",
+            f"{len(run.faults)} injected: {', '.join(run.faults)}"
+            f"{'; problems: ' + '; '.join(run.fault_problems) if run.fault_problems else ''}",
+        )
+    )
+
+    for good, name, text in lines:
+        print(f"{'PASS' if good else 'FAIL'} {name}: {text}", flush=True)
+    print(
+        f"INFO counts: events in {run.sends} (HTTP attempts {run.http_attempts}, refused or "
+        f"unreachable {sum(run.send_errors.values())} {dict(run.send_errors)}); duplicates "
+        f"dropped {run.dup_answers + run.first_dup} (planned {run.planned_dups}, retried sends "
+        f"{run.first_dup}); redeliveries {redelivered}; decisions {dict(run.decisions)}, "
+        f"409s {run.decision_conflicts}, errors {dict(run.decision_errors)}; faults "
+        f"{len(run.faults)}; wall time {time.monotonic() - started:.0f}s",
+        flush=True,
+    )
+    return all(good for good, _, _ in lines)

