@@ -18,8 +18,7 @@ import pytest
 from desk.inbox import add_arguments, main, render_table
 from desk.natsserver import NatsServer
 from desk.process import free_port
-from shared import headers as h
-from shared import ids, subjects
+from shared import subjects
 from shared.bus import Bus
 from shared.envelope import Envelope, decode
 from shared.inbox import (
@@ -34,6 +33,7 @@ from shared.inbox import (
     item_id,
 )
 from tests.helpers import eventually, messages
+from tests.inbox_items import publish_item
 from tests.services_running import ServiceProcess
 
 REVIEWER, VIEWER = "r-token", "v-token"
@@ -84,23 +84,8 @@ def notify_item() -> InboxItem:
 
 
 async def emit(bus: Bus, item: InboxItem) -> None:
-    """Publish an item exactly as services/drafter/handlers.py `_emit` does."""
-    msg_id = ids.inbox_item(item.thread, item.version)
-    envelope = Envelope(
-        id=msg_id,
-        source="/desk/drafter",
-        type=subjects.INBOX_ITEM,
-        subject=item.thread,
-        time=item.created_at,
-        correlationid=item.trigger.event_id,
-        data=item.model_dump(mode="json"),
-    )
-    await bus.publish(
-        subjects.INBOX_ITEM,
-        envelope.to_bytes(),
-        msg_id=msg_id,
-        headers={h.CORRELATION_ID: item.trigger.event_id},
-    )
+    """Publish an item exactly as the drafter does."""
+    await publish_item(bus, item)
 
 
 @dataclass
