@@ -100,13 +100,16 @@ class Drafter:
             state = await self.graph.aget_state(config)
             if state.interrupts:
                 current = state.values.get("version")
+                item = InboxItem.model_validate(state.interrupts[0].value)
                 if decision.version != current:
+                    # The redraft this decision caused may have been cut off before its item
+                    # was published (a crash after the checkpoint): make sure it is out.
+                    await self._emit(item)
                     metrics.OUTCOMES.labels("superseded").inc()
                     raise BusinessReject(
                         f"decision on v{decision.version}; the thread is at v{current}",
                         outcome="superseded",
                     )
-                item = InboxItem.model_validate(state.interrupts[0].value)
                 if not item.config.allows(decision.type):
                     raise BusinessReject(
                         f"{decision.type} is not allowed on this item", outcome="not_allowed"

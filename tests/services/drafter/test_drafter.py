@@ -217,3 +217,26 @@ async def test_a_draft_failing_the_checks_is_redrafted_once_then_reviewed_with_a
     assert any("amount of money" in w for w in item.warnings)
     assert any("link" in w for w in item.warnings)
     assert item.description and "Check before sending" in item.description
+
+
+async def test_a_redraft_cut_off_before_its_item_was_published_is_emitted_after_restart(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    first = harness.start(DESK_PROVISION="false")
+    await send_event(bus, "T1041", "evt_12")
+    await eventually(lambda: items(bus), timeout=20, message="version 1")
+    [v1] = await items(bus)
+
+    info = await bus.js.stream_info(subjects.INBOX)
+    info.config.subjects = [subjects.INBOX_DECISION]  # v2 cannot be published: held after it
+    await bus.js.update_stream(info.config)
+    await decide(bus, v1, "response", "Mention the VAT number")
+    await eventually(lambda: len(fake_llm.requests) == 2, timeout=20, message="the redraft")
+    first.kill()
+    info.config.subjects = ["inbox.>"]
+    await bus.js.update_stream(info.config)
+
+    harness.start()  # the decision comes back; the thread already waits at v2
+    await eventually(lambda: _count(bus, 2), timeout=30, message="version 2 published")
+    assert [i.version for i in await items(bus)] == [1, 2]
+    assert len(fake_llm.requests) == 2
