@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,10 +13,11 @@ from desk.natsserver import NatsServer
 from shared import ids, subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
-from shared.inbox import Decision, InboxItem
+from shared.inbox import InboxItem
 from shared.source.events import ticket_event
 from tests.fakellm import FakeLLM
 from tests.helpers import messages
+from tests.inbox_items import publish_decision
 from tests.services_running import ServiceProcess
 
 
@@ -72,23 +72,8 @@ async def send_event(
 
 
 async def decide(bus: Bus, item: InboxItem, kind: str, args: Any = None) -> None:
-    decision = Decision(
-        type=kind,  # type: ignore[arg-type]
-        args=args,
-        item_id=item.id,
-        thread=item.thread,
-        version=item.version,
-        reviewer="reviewer@example.com",
-        decided_at=dt.datetime.now(dt.UTC),
-    )
-    envelope = Envelope(
-        source="/desk/inbox_api",
-        type=subjects.INBOX_DECISION,
-        data=decision.model_dump(mode="json"),
-    )
-    await bus.publish(
-        subjects.INBOX_DECISION, envelope.to_bytes(), msg_id=ids.decision(item.thread, item.version)
-    )
+    """What inbox_api publishes for a reviewer's decision."""
+    await publish_decision(bus, item, kind, args)
 
 
 async def items(bus: Bus) -> list[InboxItem]:

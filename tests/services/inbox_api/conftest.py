@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -58,7 +59,7 @@ def api(
         "DESK_VAR_DIR": str(root / "var"),
         "DESK_RETRY_INITIAL": "0.2",
     }
-    with fresh_schema() if request.param == "postgresql" else _nothing() as schema:
+    with fresh_schema() if request.param == "postgresql" else contextlib.nullcontext("") as schema:
         if schema:
             env["DESK_DATABASE_URL"] = url_in(schema)
         process = ServiceProcess(["inbox_api"], env, root / "inbox_api.log").start()
@@ -66,14 +67,6 @@ def api(
             yield Api(process.url, process)
         finally:
             process.stop()
-
-
-class _nothing:
-    def __enter__(self) -> str:
-        return ""
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 @pytest.fixture

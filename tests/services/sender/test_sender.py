@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 import pytest
@@ -205,7 +206,7 @@ async def test_a_superseded_decision_writes_nothing(bus: Bus, senders: Senders) 
 async def test_two_sender_processes_racing_on_one_key_write_one_row(
     bus: Bus, senders: Senders, database: str
 ) -> None:
-    with fresh_schema() if database == "postgresql" else _no_schema() as schema:
+    with fresh_schema() if database == "postgresql" else contextlib.nullcontext("") as schema:
         if schema:
             senders.env["DESK_DATABASE_URL"] = url_in(schema)
         senders.start(DESK_CONCURRENCY="8")
@@ -224,11 +225,3 @@ async def test_two_sender_processes_racing_on_one_key_write_one_row(
         assert len(senders.outbox()) == 1
         assert len(await results(bus, "reply.sent")) == 1
         senders.stop_all()
-
-
-class _no_schema:
-    def __enter__(self) -> str:
-        return ""
-
-    def __exit__(self, *exc: object) -> None:
-        return None
