@@ -1,6 +1,6 @@
 """The chaos harness: the real stack (`desk up`), a seeded workload, an auto-reviewer, faults.
 
-    python -m chaos [--events N] [--seed S] [--deadline SECONDS] [--keep]
+    python -m chaos [--events N] [--seed S] [--deadline SECONDS] [--cluster] [--keep]
 
 1. Starts fakes in this process (an OpenAI-compatible LLM, a delivery channel), then the whole
    stack as `python -m desk up` in a temporary var dir, pointed at them.
@@ -13,7 +13,9 @@
    thread / ignore; notify items are ignored), deterministic per item id.
 4. While that runs: SIGKILL each of the six services once (the supervisor restarts them),
    SIGKILL nats-server once (the supervisor restarts it on the same store), make the LLM answer
-   503 for a while, make the channel answer 503 for a while.
+   503 for a while, make the channel answer 503 for a while. With `--cluster` the broker is a
+   three-node JetStream cluster with R3 streams, and the node killed is the one leading the
+   events stream at that moment.
 5. Waits until quiescent (or the deadline), prints one PASS/FAIL line per invariant and exits 0
    only if all hold. The stack is always stopped (SIGINT to the supervisor).
 """
@@ -120,6 +122,8 @@ class Run:
     events: int
     deadline: float
     var: Path
+    cluster: bool = False
+    admin_url: str = ""
     ingress: str = ""
     inbox: str = ""
     secret: str = ""
@@ -157,30 +161,29 @@ class Run:
 # -- process helpers --------------------------------------------------------------------------
 
 
-def children_of(pid: int) -> list[tuple[int, str]]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid != pid:
-                continue
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, ValueError, IndexError):
-            continue
-        found.append((int(entry), cmd))
-    return found
+def nats_pids(var: Path) -> dict[str, int]:
+    """Broker node name -> pid, as the supervisor last wrote them."""
+    state = read_state(var) or {}
+    return {n["name"]: int(n["pid"]) for n in state.get("nats_nodes", []) if n.get("pid")}
 
 
-def nats_pid(supervisor: int) -> int | None:
-    for pid, cmd in children_of(supervisor):
-        if "nats-server" in cmd:
-            return pid
-    return None
+def is_nats(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"nats-server" in f.read()
+    except OSError:
+        return False
+
+
+async def stream_leader(admin_url: str, stream: str) -> str | None:
+    from shared.bus import Bus
+
+    bus = await Bus.connect(admin_url, service="chaos", reconnect=False)
+    try:
+        info = await bus.js.stream_info(stream)
+        return info.cluster.leader if info.cluster else None
+    finally:
+        await bus.close()
 
 
 def read_state(var: Path) -> dict[str, Any] | None:
@@ -211,7 +214,7 @@ def is_service(pid: int, name: str) -> bool:
 
 
 def start_stack(
-    var: Path, llm_url: str, channel_url: str
+    var: Path, llm_url: str, channel_url: str, nodes: int = 1
 ) -> tuple[subprocess.Popen[bytes], dict[str, Any], dict[str, Any]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
     channel_secret = "whsec_" + base64.b64encode(os.urandom(24)).decode()
@@ -231,6 +234,8 @@ def start_stack(
             "DESK_CHANNEL_SECRET": channel_secret,
             "DESK_BREAKER_OPEN_SECONDS": "2",
             "DESK_DRAIN_TIMEOUT": "5",
+            "DESK_NATS_NODES": str(nodes),
+            "DESK_STREAM_REPLICAS": str(nodes),
         }
     )
     out = open(var / "desk-up.log", "wb")
@@ -451,7 +456,7 @@ def decide(run: Run, client: httpx.Client, item: dict[str, Any]) -> None:
 # -- faults -----------------------------------------------------------------------------------
 
 
-def injector(run: Run, supervisor: int, llm: Any, channel: ThreadedChannel, seed: int) -> None:
+def injector(run: Run, llm: Any, channel: ThreadedChannel, seed: int) -> None:
     rng = random.Random(f"{seed}/faults")
     faults = [f"kill:{s}" for s in SERVICES] + ["kill:nats", "llm:503", "channel:503"]
     rng.shuffle(faults)
@@ -464,15 +469,7 @@ def injector(run: Run, supervisor: int, llm: Any, channel: ThreadedChannel, seed
             return
         kind, what = fault.split(":")
         if kind == "kill" and what == "nats":
-            pid = nats_pid(supervisor)
-            if pid is None:
-                run.fault_problems.append("nats-server pid not found")
-                continue
-            os.kill(pid, signal.SIGKILL)
-            run.faults.append(f"SIGKILL nats-server({pid})")
-            log(f"SIGKILL nats-server pid {pid}")
-            if not _wait(run, lambda pid=pid: (nats_pid(supervisor) or pid) != pid, 20):
-                run.fault_problems.append("nats-server was not restarted within 20s")
+            kill_broker(run)
         elif kind == "kill":
             pid = service_pid(run.var, what)
             if pid is None or not is_service(pid, what):
@@ -496,6 +493,28 @@ def injector(run: Run, supervisor: int, llm: Any, channel: ThreadedChannel, seed
             run.faults.append(f"channel 503 for {seconds:.1f}s")
             log(f"channel answers 503 for {seconds:.1f}s")
     run.faults_done.set()
+
+
+def kill_broker(run: Run) -> None:
+    """SIGKILL the broker (in a cluster: the node leading the events stream) and see it back."""
+    pids = nats_pids(run.var)
+    name = next(iter(pids), None)
+    if run.cluster:
+        try:
+            name = asyncio.run(stream_leader(run.admin_url, "EVENTS"))
+        except Exception as exc:
+            run.fault_problems.append(f"no events stream leader: {exc.__class__.__name__}")
+            return
+    pid = pids.get(name or "")
+    if name is None or pid is None or not is_nats(pid):
+        run.fault_problems.append(f"nats-server {name}: no live pid to kill")
+        return
+    os.kill(pid, signal.SIGKILL)
+    what = f"nats-server {name}" + (" (events stream leader)" if run.cluster else "")
+    run.faults.append(f"SIGKILL {what}({pid})")
+    log(f"SIGKILL {what} pid {pid}")
+    if not _wait(run, lambda: nats_pids(run.var).get(name, pid) != pid, 40):
+        run.fault_problems.append(f"nats-server {name} was not restarted within 40s")
 
 
 def _wait(run: Run, check: Any, timeout: float) -> bool:
@@ -574,6 +593,24 @@ async def redeliveries(admin_url: str) -> dict[str, int]:
         await bus.close()
 
 
+async def replication(admin_url: str) -> dict[str, str]:
+    """Per stream: its replica count and which peers are behind (empty when all are current)."""
+    from shared.bus import Bus
+
+    bus = await Bus.connect(admin_url, service="chaos", reconnect=False)
+    try:
+        found = {}
+        for info in await bus.js.streams_info():
+            peers = (info.cluster.replicas or []) if info.cluster else []
+            behind = [p.name for p in peers if not p.current]
+            found[info.config.name or "?"] = f"R{info.config.num_replicas}" + (
+                f" behind:{behind}" if behind else ""
+            )
+        return found
+    finally:
+        await bus.close()
+
+
 async def dead_letters(admin_url: str) -> list[Any]:
     from shared.bus import Bus
     from shared.deadletters import list_dead_letters
@@ -631,6 +668,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=2000, help="webhook sends (default 2000)")
     parser.add_argument("--seed", type=int, default=1, help="workload and fault seed")
     parser.add_argument("--deadline", type=float, default=1800, help="seconds before giving up")
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="a three-node JetStream cluster with R3 streams instead of one nats-server",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the var dir even on success")
     args = parser.parse_args(argv)
 
@@ -640,29 +682,27 @@ def main(argv: list[str] | None = None) -> int:
     var = Path(tempfile.mkdtemp(prefix="desk-chaos-"))
     rng = random.Random(args.seed)
     ops = plan(args.events, rng)
-    run = Run(args.seed, args.events, args.deadline, var)
+    run = Run(args.seed, args.events, args.deadline, var, cluster=args.cluster)
     log(f"var dir {var}; {len(ops)} workload steps, seed {args.seed}")
     llm = FakeLLM().start()
     channel = ThreadedChannel().start()
     stack = None
     ok = False
     try:
-        stack, state, creds = start_stack(var, llm.url, channel.url)
+        stack, state, creds = start_stack(var, llm.url, channel.url, 3 if args.cluster else 1)
         run.ingress = state["services"]["ingress"]["url"]
         run.inbox = state["services"]["inbox_api"]["url"]
         run.secret = creds["webhook_secrets"]["helpdesk"]
         run.token = creds["reviewer_token"]
         run.helpdesk_url = f"sqlite:///{var.resolve() / 'helpdesk.sqlite'}"
         ensure_demo(run.helpdesk_url)
-        admin_url = state["nats_admin_url"]
+        admin_url = run.admin_url = state["nats_admin_url"]
         log(f"stack up (supervisor pid {stack.pid}) in {time.monotonic() - started:.1f}s")
 
         threads = [
             threading.Thread(target=workload, args=(run, ops, rng), daemon=True),
             threading.Thread(target=reviewer, args=(run,), daemon=True),
-            threading.Thread(
-                target=injector, args=(run, stack.pid, llm, channel, args.seed), daemon=True
-            ),
+            threading.Thread(target=injector, args=(run, llm, channel, args.seed), daemon=True),
         ]
         for t in threads:
             t.start()
@@ -894,6 +934,22 @@ def report(
         )
     )
 
+    # 7. in a cluster: every stream kept three replicas and the restarted node caught up
+    if run.cluster:
+        deadline = time.monotonic() + 30  # a restarted peer may still be catching up
+        streams = asyncio.run(replication(admin_url))
+        while any(v != "R3" for v in streams.values()) and time.monotonic() < deadline:
+            time.sleep(1.0)
+            streams = asyncio.run(replication(admin_url))
+        listed = ", ".join(f"{k} {v}" for k, v in sorted(streams.items()))
+        lines.append(
+            (
+                bool(streams) and all(v == "R3" for v in streams.values()),
+                "replicas",
+                f"{len(streams)} streams: {listed}",
+            )
+        )
+
     for good, name, text in lines:
         print(f"{'PASS' if good else 'FAIL'} {name}: {text}", flush=True)
     print(
@@ -902,7 +958,9 @@ def report(
         f"dropped {run.dup_answers + run.first_dup} (planned {run.planned_dups}, retried sends "
         f"{run.first_dup}); redeliveries {redelivered}; decisions {dict(run.decisions)}, "
         f"409s {run.decision_conflicts}, errors {dict(run.decision_errors)}; faults "
-        f"{len(run.faults)}; wall time {time.monotonic() - started:.0f}s",
+        f"{len(run.faults)}; broker "
+        f"{'a three-node cluster, R3 streams' if run.cluster else 'one nats-server'}; "
+        f"wall time {time.monotonic() - started:.0f}s",
         flush=True,
     )
     return all(good for good, _, _ in lines)

@@ -48,8 +48,12 @@ class NatsServer:
         sync_always: bool = True,
         log_file: Path | None = None,
         authorization: str | None = None,
+        name: str = "desk-embedded",
+        cluster: str | None = None,
     ) -> None:
         self.store_dir = Path(store_dir).resolve()
+        self.name = name
+        self.cluster = cluster  # a nats-server cluster block, or none
         self.host = host
         self.port = port or free_port(host)
         self.monitor_port = free_port(host)
@@ -69,17 +73,23 @@ class NatsServer:
     def config(self) -> str:
         sync = "  sync_interval: always\n" if self.sync_always else ""
         return (
-            f'server_name: "desk-embedded"\n'
+            f'server_name: "{self.name}"\n'
             f'listen: "{self.host}:{self.port}"\n'
             f'http: "{self.host}:{self.monitor_port}"\n'
             f"jetstream {{\n"
             f'  store_dir: "{self.store_dir}"\n'
             f"{sync}"
             f"}}\n"
+            f"{self.cluster or ''}"
             f"{self.authorization or ''}"
         )
 
     def start(self, timeout: float = 15.0) -> None:
+        self.launch()
+        self._wait_ready(timeout)
+
+    def launch(self) -> None:
+        """Start the process without waiting for it to be ready."""
         self.store_dir.mkdir(parents=True, exist_ok=True)
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         conf = self.store_dir.parent / f"nats-server-{self.port}.conf"
@@ -93,12 +103,11 @@ class NatsServer:
                 stdin=subprocess.DEVNULL,
                 preexec_fn=die_with_parent,
             )
-        self._wait_ready(timeout)
 
-    def _wait_ready(self, timeout: float) -> None:
+    def _wait_ready(self, timeout: float, probe: str = "/healthz?js-enabled-only=true") -> None:
         assert self.proc is not None
         deadline = time.monotonic() + timeout
-        probe = f"{self.monitor_url}/healthz?js-enabled-only=true"
+        probe = f"{self.monitor_url}{probe}"
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise NatsServerError(
@@ -142,3 +151,71 @@ class NatsServer:
         """Stop and start again on the same port and store (what a crash-restart does)."""
         self.stop()
         self.start()
+
+
+class NatsCluster:
+    """Several nats-servers on loopback forming one JetStream cluster (R3 streams need three).
+
+    Each node has its own store under `store_dir/<name>`; a node that is killed is started again
+    on the same ports and store, and catches up from its peers.
+    """
+
+    def __init__(
+        self,
+        store_dir: Path,
+        *,
+        nodes: int = 3,
+        host: str = "127.0.0.1",
+        sync_always: bool = True,
+        log_dir: Path | None = None,
+        authorization: str | None = None,
+        name: str = "desk",
+    ) -> None:
+        if nodes < 2:
+            raise NatsServerError("a cluster needs at least two nodes")
+        self.store_dir = Path(store_dir).resolve()
+        log_dir = Path(log_dir) if log_dir else self.store_dir.parent
+        route_ports = [free_port(host) for _ in range(nodes)]
+        routes = ", ".join(f"nats-route://{host}:{p}" for p in route_ports)
+        self.nodes = [
+            NatsServer(
+                self.store_dir / f"n{i + 1}",
+                host=host,
+                sync_always=sync_always,
+                log_file=log_dir / f"nats-server-n{i + 1}.log",
+                authorization=authorization,
+                name=f"{name}-n{i + 1}",
+                cluster=(
+                    f"cluster {{\n"
+                    f'  name: "{name}"\n'
+                    f'  listen: "{host}:{route_ports[i]}"\n'
+                    f"  routes: [{routes}]\n"
+                    f"}}\n"
+                ),
+            )
+            for i in range(nodes)
+        ]
+
+    @property
+    def url(self) -> str:
+        """Every node's client URL, comma-separated (what `Bus.connect` takes)."""
+        return ",".join(node.url for node in self.nodes)
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Start every node, then wait until each has JetStream current with a meta leader."""
+        for node in self.nodes:
+            node.launch()
+        try:
+            for node in self.nodes:
+                node._wait_ready(timeout, probe="/healthz")
+        except NatsServerError:
+            self.stop()
+            raise
+
+    def stop(self, timeout: float = 10.0) -> None:
+        for node in self.nodes:
+            if node.running:
+                assert node.proc is not None
+                node.proc.send_signal(signal.SIGTERM)
+        for node in self.nodes:
+            node.stop(timeout)

@@ -24,11 +24,11 @@ from shared.bus import Bus, NatsAuth
 from shared.errors import TransientError
 from shared.permissions import ADMIN, authorization_block
 from shared.settings import SERVICE_SETTINGS, StackSettings
-from shared.streams import Topology, provision
+from shared.streams import NOT_READY, Topology, provision
 
 from . import credentials
 from .helpdesk import ensure_demo
-from .natsserver import NatsServer, NatsServerError
+from .natsserver import NatsCluster, NatsServer, NatsServerError
 from .process import alive, die_with_parent, free_port, port_free
 
 log = logging.getLogger("desk.stack")
@@ -63,7 +63,7 @@ class Stack:
         self.settings = settings
         self.var_dir = settings.var_dir.resolve()
         self.state_path = self.var_dir / STATE_FILE
-        self.nats: NatsServer | None = None
+        self.nats: NatsServer | NatsCluster | None = None
         self.nats_url = ""
         self.children: dict[str, Child] = {}
         self._stop = asyncio.Event()
@@ -122,13 +122,30 @@ class Stack:
         if self.settings.nats_url:
             self.nats_url = self.settings.nats_url
             return
-        self.nats = NatsServer(
-            self.var_dir / "nats",
-            sync_always=self.settings.nats_sync == "always",
-            log_file=self.var_dir / "log" / "nats-server.log",
-            # one user per service, each confined to its own subjects
-            authorization=authorization_block(self._nats_passwords),
-        )
+        s = self.settings
+        if s.stream_replicas > s.nats_nodes:
+            raise StackError(
+                f"DESK_STREAM_REPLICAS={s.stream_replicas} needs at least that many broker nodes; "
+                f"set DESK_NATS_NODES={s.stream_replicas} (or lower the replicas)"
+            )
+        # one user per service, each confined to its own subjects
+        authorization = authorization_block(self._nats_passwords)
+        sync_always = s.nats_sync == "always"
+        if s.nats_nodes == 1:
+            self.nats = NatsServer(
+                self.var_dir / "nats",
+                sync_always=sync_always,
+                log_file=self.var_dir / "log" / "nats-server.log",
+                authorization=authorization,
+            )
+        else:
+            self.nats = NatsCluster(
+                self.var_dir / "nats",
+                nodes=s.nats_nodes,
+                sync_always=sync_always,
+                log_dir=self.var_dir / "log",
+                authorization=authorization,
+            )
         self.nats.start()
         self.nats_url = self.nats.url
 
@@ -139,6 +156,10 @@ class Stack:
         )
         try:
             await provision(bus.js, Topology(s.stream_replicas, s.duplicate_window))
+        except NOT_READY as exc:
+            raise StackError(
+                f"JetStream did not become ready to create the streams ({exc.__class__.__name__})"
+            ) from exc
         finally:
             await bus.close()
 
@@ -153,7 +174,12 @@ class Stack:
         if self.nats is None:
             return self.nats_url
         password = self._nats_passwords[ADMIN]
-        return f"nats://{ADMIN}:{password}@{self.nats.host}:{self.nats.port}"
+        return ",".join(f"nats://{ADMIN}:{password}@{n.host}:{n.port}" for n in self._nodes())
+
+    def _nodes(self) -> list[NatsServer]:
+        if self.nats is None:
+            return []
+        return self.nats.nodes if isinstance(self.nats, NatsCluster) else [self.nats]
 
     def _port_for(self, name: str) -> int:
         wanted = {"ingress": self.settings.ingress_port, "inbox_api": self.settings.inbox_api_port}
@@ -228,16 +254,21 @@ class Stack:
             self._update_state()
 
     async def _watch_nats(self) -> None:
-        if self.nats is None:
-            return
+        """Start a broker node again (same ports, same store) whenever it exits."""
         while True:
             await asyncio.sleep(1.0)
-            if not self.nats.running and not self._stopping:
-                print("nats-server exited; restarting it on the same store", file=sys.stderr)
+            for node in self._nodes():
+                if node.running or self._stopping:
+                    continue
+                print(
+                    f"nats-server {node.name} exited; restarting it on the same store",
+                    file=sys.stderr,
+                )
                 try:
-                    self.nats.start()
+                    await asyncio.to_thread(node.start, 30.0)
                 except RuntimeError as exc:
                     print(f"nats-server restart failed: {exc}", file=sys.stderr)
+                self._update_state()
 
     async def _shutdown(self) -> None:
         self._stopping = True
@@ -270,6 +301,10 @@ class Stack:
             "nats_url": self.nats_url,
             "nats_admin_url": self.admin_url,
             "embedded_nats": self.nats is not None,
+            "nats_nodes": [
+                {"name": n.name, "url": n.url, "pid": n.proc.pid if n.proc else None}
+                for n in self._nodes()
+            ],
             "credentials": str(creds_path),
             "services": {
                 name: {"url": c.url, "pid": c.proc.pid if c.proc else None}
@@ -288,8 +323,9 @@ class Stack:
         self._write_state(self._creds_path)
 
     def _print_banner(self, creds_path: Path) -> None:
+        nodes = f"{self.settings.nats_nodes}-node cluster, " if self.settings.nats_nodes > 1 else ""
         nats_note = (
-            f"embedded, store {self.nats.store_dir}, sync {self.settings.nats_sync}"
+            f"embedded, {nodes}store {self.nats.store_dir}, sync {self.settings.nats_sync}"
             if self.nats
             else "external"
         )

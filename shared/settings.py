@@ -287,6 +287,13 @@ class StackSettings(HelpdeskSettings):
         default="always",
         description="'always' fsyncs every message before the ack; 'relaxed' uses NATS's default",
     )
+    nats_nodes: int = Field(
+        default=1,
+        ge=1,
+        le=5,
+        description="embedded broker nodes: 1 is one nats-server, 3 a JetStream cluster "
+        "on loopback (for R3 streams, with DESK_STREAM_REPLICAS=3)",
+    )
     ingress_port: int = Field(default=8000, ge=0, le=65535)
     inbox_api_port: int = Field(default=8001, ge=0, le=65535)
     restart_backoff_max: float = Field(default=30.0, gt=0)

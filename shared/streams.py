@@ -5,10 +5,13 @@ Create, and on "already in use with a different configuration" update in place.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+import nats.errors as nats_errors
 import nats.js.errors as js_errors
 from nats.js import JetStreamContext
 from nats.js.api import (
@@ -108,18 +111,41 @@ async def ensure_consumer(js: JetStreamContext, stream: str, config: ConsumerCon
     await js.add_consumer(stream, config)
 
 
-async def provision(js: JetStreamContext, topology: Topology) -> dict[str, Change]:
-    """Make every stream and bucket exist as configured; report what changed."""
+# JetStream is up but cannot answer yet: a cluster still electing its leaders, a restart.
+NOT_READY = (TimeoutError, nats_errors.NoRespondersError, js_errors.ServiceUnavailableError)
+
+
+async def provision(
+    js: JetStreamContext, topology: Topology, *, patience: float = 60.0
+) -> dict[str, Change]:
+    """Make every stream and bucket exist as configured; report what changed.
+
+    While JetStream is not ready (see `NOT_READY`) each step is tried again, for up to
+    `patience` seconds in all; any other error is raised at once.
+    """
+    deadline = time.monotonic() + patience
     changes: dict[str, Change] = {}
     for stream in topology.streams():
         assert stream.name
-        changes[stream.name] = await ensure_stream(js, stream)
+        changes[stream.name] = await _patiently(deadline, ensure_stream, js, stream)
     for bucket in topology.buckets():
-        changes[f"KV_{bucket.bucket}"] = await ensure_bucket(js, bucket)
+        changes[f"KV_{bucket.bucket}"] = await _patiently(deadline, ensure_bucket, js, bucket)
     changed = {k: v for k, v in changes.items() if v != "unchanged"}
     if changed:
         log.info("provisioned %s", ", ".join(f"{k} {v}" for k, v in changed.items()))
     return changes
+
+
+async def _patiently(deadline: float, step: Any, *args: Any) -> Change:
+    while True:
+        try:
+            change: Change = await step(*args)
+            return change
+        except NOT_READY as exc:
+            if time.monotonic() >= deadline:
+                raise
+            log.warning("JetStream not ready (%s); provisioning again", exc.__class__.__name__)
+            await asyncio.sleep(1.0)
 
 
 async def missing_streams(js: JetStreamContext) -> list[str]:

@@ -1,0 +1,97 @@
+"""The embedded broker as a three-node cluster: R3 streams keep every acknowledged message when
+the node leading them dies, and the node catches up when it comes back."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from desk.natsserver import NatsCluster
+from shared import subjects
+from shared.bus import Bus
+from shared.errors import TransientError
+from shared.streams import Topology, provision
+from tests.helpers import eventually
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[NatsCluster]:
+    nodes = NatsCluster(tmp_path / "nats", nodes=3, sync_always=False, log_dir=tmp_path)
+    nodes.start()
+    try:
+        yield nodes
+    finally:
+        for node in nodes.nodes:
+            node.kill()
+
+
+async def publish_all(bus: Bus, ids: range) -> None:
+    """Publish each id, retrying while the cluster elects a new leader (bounded)."""
+    for i in ids:
+        for _ in range(6):
+            try:
+                await bus.publish(
+                    subjects.event("helpdesk", "ticket.created"), b"{}", msg_id=f"e{i}", timeout=5
+                )
+                break
+            except TransientError:
+                continue
+        else:
+            raise AssertionError(f"e{i} was not acknowledged in 30s")
+
+
+async def test_r3_streams_lose_nothing_when_the_leading_node_dies_and_returns(
+    cluster: NatsCluster,
+) -> None:
+    bus = await Bus.connect(cluster.url, service="test")
+    try:
+        await provision(bus.js, Topology(replicas=3))
+        await publish_all(bus, range(50))
+
+        info = await bus.js.stream_info(subjects.EVENTS)
+        assert info.config.num_replicas == 3
+        assert info.cluster is not None
+        leader = next(n for n in cluster.nodes if n.name == info.cluster.leader)
+        leader.kill()
+        await publish_all(bus, range(50, 100))
+        await publish_all(bus, range(0, 10))  # re-sent after the failover: still duplicates
+
+        leader.start()
+
+        async def all_current() -> bool:
+            now = await bus.js.stream_info(subjects.EVENTS)
+            peers = now.cluster.replicas if now.cluster else None
+            return bool(peers) and all(p.current for p in peers or [])
+
+        await eventually(all_current, timeout=30, message="the restarted node to catch up")
+        now = await bus.js.stream_info(subjects.EVENTS)
+        assert now.state.messages == 100
+        assert now.cluster is not None and now.cluster.leader != leader.name
+    finally:
+        await bus.close()
+
+
+def test_desk_up_refuses_more_replicas_than_broker_nodes(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "desk", "up"],
+        cwd=ROOT,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "DESK_VAR_DIR": str(tmp_path / "var"),
+            "DESK_STREAM_REPLICAS": "3",
+            "DESK_INGRESS_PORT": "0",
+            "DESK_INBOX_API_PORT": "0",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "DESK_STREAM_REPLICAS=3 needs at least that many broker nodes" in done.stderr
+    assert "DESK_NATS_NODES=3" in done.stderr
