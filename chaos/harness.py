@@ -216,13 +216,10 @@ def is_service(pid: int, name: str) -> bool:
 def start_stack(
     var: Path, llm_url: str, channel_url: str, nodes: int = 1
 ) -> tuple[subprocess.Popen[bytes], dict[str, Any], dict[str, Any]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
     channel_secret = "whsec_" + base64.b64encode(os.urandom(24)).decode()
-    env.update(
+    return launch_stack(
+        var,
         {
-            "DESK_VAR_DIR": str(var),
-            "DESK_INGRESS_PORT": "0",
-            "DESK_INBOX_API_PORT": "0",
             "DESK_RECONCILE_INTERVAL": "2",
             "DESK_RETRY_INITIAL": "0.3",
             "DESK_ACK_WAIT": "5",
@@ -236,8 +233,19 @@ def start_stack(
             "DESK_DRAIN_TIMEOUT": "5",
             "DESK_NATS_NODES": str(nodes),
             "DESK_STREAM_REPLICAS": str(nodes),
-        }
+        },
     )
+
+
+def launch_stack(
+    var: Path, settings: dict[str, str]
+) -> tuple[subprocess.Popen[bytes], dict[str, Any], dict[str, Any]]:
+    """`desk up` in `var` with these DESK_ settings (free ports; nothing from this shell's
+    DESK_ environment); returns the supervisor, its stack.json and its dev credentials once
+    every service answers /readyz."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
+    env.update({"DESK_VAR_DIR": str(var), "DESK_INGRESS_PORT": "0", "DESK_INBOX_API_PORT": "0"})
+    env.update(settings)
     out = open(var / "desk-up.log", "wb")
     stack = subprocess.Popen(
         [sys.executable, "-m", "desk", "up"], env=env, stdout=out, stderr=subprocess.STDOUT

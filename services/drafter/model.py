@@ -13,6 +13,7 @@ from typing import Any
 import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable
 from langchain_openai import ChatOpenAI
 from pydantic import ValidationError
 
@@ -52,8 +53,21 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return None
 
 
+# model -> its Draft-shaped runnable: building one turns the schema into a tool each time, which
+# costs more than the offline model's whole answer. Few models live in a process; keep them.
+_STRUCTURED: dict[int, tuple[BaseChatModel, Runnable[Any, Any]]] = {}
+
+
+def _structured(model: BaseChatModel) -> Runnable[Any, Any]:
+    found = _STRUCTURED.get(id(model))
+    if found is None or found[0] is not model:
+        runnable = model.with_structured_output(Draft, method="function_calling", include_raw=True)
+        found = _STRUCTURED[id(model)] = (model, runnable)
+    return found[1]
+
+
 async def ask(model: BaseChatModel, prompt: list[BaseMessage]) -> ModelAnswer:
-    structured = model.with_structured_output(Draft, method="function_calling", include_raw=True)
+    structured = _structured(model)
     try:
         result: Any = await structured.ainvoke(prompt)
     except openai.RateLimitError as exc:

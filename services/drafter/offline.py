@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -196,3 +196,13 @@ class OfflineDraftModel(BaseChatModel):
             usage_metadata=usage,  # type: ignore[typeddict-item]
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        # Pure computation in microseconds: no worker thread (the default hands it to one).
+        return self._generate(messages, stop, **kwargs)
