@@ -12,11 +12,15 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import PermanentError
 
 CONTENT_TYPE = "application/cloudevents+json"
+# Deeper JSON is refused where it enters: no webhook needs it, and every envelope that carries
+# it must serialize it again (pydantic stops at 255 levels, Python's json near 1,000).
+MAX_DEPTH = 64
 
 
 def _now() -> dt.datetime:
@@ -67,11 +71,35 @@ def decode(data: bytes, headers: Mapping[str, str] | None = None) -> Envelope:
 
 
 def decode_json(data: bytes, headers: Mapping[str, str] | None = None) -> Any:
-    """Bytes to any JSON value (raw webhook bodies); undecodable bytes are a `PermanentError`."""
+    """Bytes to a JSON value an envelope can carry (raw webhook bodies); anything else is a
+    `PermanentError`: not JSON, numbers too long for Python, nesting deeper than `MAX_DEPTH`,
+    or a string with an unpaired surrogate (which has no UTF-8 encoding)."""
     try:
-        return json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        value = json.loads(data)
+    except (ValueError, RecursionError) as exc:  # ValueError: also bad UTF-8, too many digits
         raise PermanentError(f"not JSON: {exc.__class__.__name__} at byte {_pos(exc)}") from None
+    # fewer brackets than MAX_DEPTH cannot nest deeper (in any encoding json.loads reads)
+    if data.count(b"[") + data.count(b"{") > MAX_DEPTH and _too_deep(value):
+        raise PermanentError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    try:
+        pydantic_core.to_json(value)  # what every envelope carrying it will do
+    except pydantic_core.PydanticSerializationError:
+        raise PermanentError(
+            "JSON that cannot be written again as UTF-8 (e.g. an unpaired surrogate)"
+        ) from None
+    return value
+
+
+def _too_deep(value: Any) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 0)] if isinstance(value, dict | list) else []
+    while stack:  # containers only
+        item, depth = stack.pop()
+        if depth >= MAX_DEPTH:
+            return True
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+    return False
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -7,7 +7,7 @@ broker-reserved headers dropped, our own `Desk-*` headers added) and the dedup i
 from __future__ import annotations
 
 import datetime as dt
-import json
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,6 +15,8 @@ from typing import Any
 
 from shared import headers as h
 from shared import ids, jsonpath, subjects
+from shared.envelope import decode_json
+from shared.errors import PermanentError
 from shared.signatures import (
     basic_verify,
     github_verify,
@@ -27,6 +29,9 @@ from .sources import Source
 # Never copied into the stored event: credentials, and headers the broker would act on.
 DROPPED = {"authorization", "proxy-authorization", "cookie", "set-cookie", "content-length"}
 _HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # control characters a header value may not carry
+_CONTROL_ID = re.compile(r"[\x00-\x1f]")  # control characters an event id may not carry
+_RESERVED = (h.BROKER_PREFIX.lower(), h.OWN_PREFIX.lower())
 MAX_ID_LENGTH = 256
 
 
@@ -63,10 +68,11 @@ def verify(source: Source, lower_headers: Mapping[str, str], body: bytes, now: f
 
 
 def parse_json(body: bytes) -> Any:
+    """The body as JSON, if the system can carry it (the router decodes it the same way)."""
     try:
-        return json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise RequestError(400, "body is not valid JSON") from None
+        return decode_json(body)
+    except PermanentError as exc:
+        raise RequestError(400, f"body is not usable JSON ({exc})") from None
 
 
 def _field(
@@ -93,7 +99,7 @@ def event_for(
     event_id = _field(document, source.id_path, source.id_header, lower_headers)
     if not event_id:
         raise RequestError(400, "event id missing")
-    if len(event_id) > MAX_ID_LENGTH or any(ord(c) < 32 for c in event_id):
+    if len(event_id) > MAX_ID_LENGTH or _CONTROL_ID.search(event_id):
         raise RequestError(400, "event id is not usable (too long or control characters)")
     event_type = source.type_value or _field(
         document, source.type_path, source.type_header, lower_headers
@@ -117,6 +123,12 @@ def event_for(
     )
 
 
+@functools.lru_cache(maxsize=512)  # the same few names come with every request
+def _kept_name(name: str) -> bool:
+    lower = name.lower()
+    return not (lower in DROPPED or lower.startswith(_RESERVED) or not _HEADER_NAME.match(name))
+
+
 def nats_headers(
     raw_headers: list[tuple[str, str]],
     source: str,
@@ -127,16 +139,10 @@ def nats_headers(
 ) -> dict[str, str]:
     kept: dict[str, str] = {}
     for name, value in raw_headers:
-        lower = name.lower()
-        if (
-            lower in DROPPED
-            or lower.startswith(h.BROKER_PREFIX.lower())
-            or lower.startswith(h.OWN_PREFIX.lower())
-            or not _HEADER_NAME.match(name)
-        ):
+        if not _kept_name(name):
             continue
         clean = " ".join(value.split())
-        if any(ord(c) < 32 or ord(c) == 127 for c in clean):
+        if _CONTROL.search(clean):
             continue
         kept[name] = f"{kept[name]}, {clean}" if name in kept else clean
     kept.update(

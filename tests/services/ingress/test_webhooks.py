@@ -16,6 +16,7 @@ import pytest
 from desk.natsserver import NatsServer
 from shared import subjects
 from shared.bus import Bus
+from shared.envelope import MAX_DEPTH
 from shared.signatures import github_sign, stripe_sign
 from tests.helpers import messages
 
@@ -142,6 +143,35 @@ async def test_refusals_answer_the_right_status_and_publish_nothing(
     )
 
     assert len(await stored(events)) == before
+
+
+async def test_signed_json_the_pipeline_cannot_carry_is_refused_and_publishes_nothing(
+    ingress: str, events: Bus
+) -> None:
+    # Found by the bad-input campaign (chaos/badinput.py): deep nesting and over-long numbers
+    # got a 503 or a dropped connection; lone surrogates and nesting past what an envelope can
+    # serialize were stored, then retried by the router until they were dead-lettered.
+    before = len(await stored(events))
+    url = f"{ingress}/webhooks/helpdesk"
+    event_id = new_id()
+    head = f'{{"id": "{event_id}", "type": "ticket.created", "data": '
+    refused = {
+        "nested past Python's json": head + "[" * 5000 + "]" * 5000 + "}",
+        "nested past MAX_DEPTH": head + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}",
+        "a number too long for Python": head + "1" * 5000 + "}",
+        "a lone surrogate in the data": head + '{"ticket_id": "T\\ud800"}}',
+        "a lone surrogate in the id": '{"id": "evt_\\udfff", "type": "ticket.created"}',
+    }
+    for what, text in refused.items():
+        body, headers = signed(text.encode(), msg_id=event_id)
+        answer = httpx.post(url, content=body, headers=headers)
+        assert answer.status_code == 400, (what, answer.text)
+        assert "error" in answer.json()
+    assert len(await stored(events)) == before
+
+    deepest = head + "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1) + "}"
+    body, headers = signed(deepest.encode(), msg_id=event_id)
+    assert httpx.post(url, content=body, headers=headers).status_code == 202
 
 
 async def test_stripe_style_source(ingress: str, events: Bus) -> None:
