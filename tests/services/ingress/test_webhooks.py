@@ -148,7 +148,7 @@ async def test_refusals_answer_the_right_status_and_publish_nothing(
 async def test_signed_json_the_pipeline_cannot_carry_is_refused_and_publishes_nothing(
     ingress: str, events: Bus
 ) -> None:
-    # Found by the bad-input campaign (chaos/badinput.py): deep nesting and over-long numbers
+    # Found by the bad-input campaign (chaos/badinput): deep nesting and over-long numbers
     # got a 503 or a dropped connection; lone surrogates and nesting past what an envelope can
     # serialize were stored, then retried by the router until they were dead-lettered.
     before = len(await stored(events))

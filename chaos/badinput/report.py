@@ -1,0 +1,127 @@
+"""The report: one PASS/FAIL line per invariant, then an INFO line of counts."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..harness import SERVICES, is_service, service_pid
+from .campaign import SOURCES, Campaign
+from .observation import logged_errors, readiness
+from .tally import total
+
+
+def report(
+    c: Campaign,
+    var: Path,
+    state: dict[str, Any],
+    supervisor_alive: bool,
+    pids: dict[str, int | None],
+    same_broker: bool,
+    before: dict[str, int],
+    after_ingress: dict[str, int],
+    after: dict[str, int],
+    decisions_seen: bool,
+    quiet: bool,
+    started: float,
+) -> bool:
+    t = c.tally
+    lines: list[tuple[bool, str, str]] = []
+
+    lines.append(
+        (
+            not t.server_errors,
+            "no 5xx",
+            f"{len(t.server_errors)} server errors or dropped connections in "
+            f"{sum(t.tried.values())} requests"
+            f"{': ' + ' | '.join(t.server_errors[:5]) if t.server_errors else ''}",
+        )
+    )
+
+    now = {name: service_pid(var, name) for name in SERVICES}
+    changed = [
+        f"{n} {pids[n]}->{now[n]}"
+        for n in SERVICES
+        if not pids[n] or now[n] != pids[n] or not is_service(pids[n] or 0, n)
+    ]
+    ready = readiness(state)
+    not_ready = {n: s for n, s in ready.items() if s != 200}
+    lines.append(
+        (
+            supervisor_alive and same_broker and not changed and not not_ready,
+            "no crashed process",
+            f"services with the same pid as at the start {len(SERVICES) - len(changed)}/"
+            f"{len(SERVICES)}{' (changed ' + ', '.join(changed) + ')' if changed else ''}; "
+            f"/readyz 200 {len(ready) - len(not_ready)}/{len(ready)}"
+            f"{' ' + str(not_ready) if not_ready else ''}; nats-server same pid {same_broker}; "
+            f"supervisor alive {supervisor_alive}",
+        )
+    )
+
+    lines.append(
+        (
+            not t.forgeries,
+            "no accepted forgery",
+            f"{len(t.forgeries)} accepted of {t.tried['ingress/forged']} forged and "
+            f"{t.tried['ingress/arbitrary']} unsigned/garbage-signed ingress requests and "
+            f"{sum(n for g, n in t.tried.items() if g.endswith(('/none', '/wrong', '/viewer')))} "
+            f"inbox requests with no token, a wrong one or a viewer's"
+            f"{': ' + ' | '.join(t.forgeries[:5]) if t.forgeries else ''}",
+        )
+    )
+
+    new_events = sum(after_ingress[s] - before[s] for s in SOURCES)
+    late_events = sum(after[s] - after_ingress[s] for s in SOURCES)
+    new_decisions = after["decisions"] - before["decisions"]
+    rejected = total(t, "ingress") - t.accepted_new - t.duplicates
+    lines.append(
+        (
+            new_events == t.accepted_new
+            and t.accepted_new > 0
+            and new_decisions == t.decisions
+            and decisions_seen,
+            "no event from a rejected request",
+            f"EVENTS from ingress sources +{new_events} = control events answered 202 as new "
+            f"{t.accepted_new} (duplicates answered {t.duplicates}, rejected requests {rejected}; "
+            f"+{late_events} during the inbox phase, i.e. dead-letter replays); decisions "
+            f"+{new_decisions} = decisions answered 202 {t.decisions}",
+        )
+    )
+
+    lines.append(
+        (
+            not t.unexpected and not t.own_errors,
+            "contract",
+            f"{len(t.unexpected)} answers other than the group's contract"
+            f"{': ' + ' | '.join(t.unexpected[:5]) if t.unexpected else ''}; "
+            f"campaign errors {len(t.own_errors)}"
+            f"{': ' + ' | '.join(t.own_errors[:3]) if t.own_errors else ''}",
+        )
+    )
+
+    errors, samples = logged_errors(var)
+    lines.append(
+        (
+            not errors and quiet,
+            "no failure inside a service",
+            f"error log lines {dict(errors) or 0}"
+            f"{': ' + ' | '.join(samples) if samples else ''}; every consumer drained "
+            f"afterwards (nothing pending or unacknowledged) {quiet}",
+        )
+    )
+
+    for good, name, text in lines:
+        print(f"{'PASS' if good else 'FAIL'} {name}: {c.redact(text)}", flush=True)
+    per_group = "; ".join(
+        f"{g} {t.tried[g]} {dict(sorted(t.classes.get(g, Counter()).items()))}"
+        for g in sorted(t.tried)
+    )
+    print(
+        f"INFO counts: inputs tried {sum(t.tried.values())} (ingress {total(t, 'ingress')}, "
+        f"inbox API {total(t, 'inbox')}); {per_group}; refused by our own client "
+        f"{t.unsendable}; wall time {time.monotonic() - started:.0f}s",
+        flush=True,
+    )
+    return all(good for good, _, _ in lines)

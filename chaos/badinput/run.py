@@ -1,0 +1,99 @@
+"""The run: start the stack, drive both campaigns, watch the broker, report, clean up."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from ..channel import ThreadedChannel
+from ..harness import SERVICES, log, service_pid, start_stack, stop_stack
+from . import __doc__ as overview  # the package docstring: its first line is --help's
+from .campaign import Campaign
+from .inbox import inbox_campaign
+from .ingress import ingress_campaign
+from .observation import broker_pids, drained, stored_counts, wait_for
+from .report import report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m chaos.badinput", description=(overview or "").split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--examples",
+        type=int,
+        default=1500,
+        help="examples per ingress input group (default 1500); an inbox API operation gets N/4",
+    )
+    parser.add_argument("--seed", type=int, default=1, help="hypothesis seed")
+    parser.add_argument("--keep", action="store_true", help="keep the var dir even on success")
+    args = parser.parse_args(argv)
+    if args.examples < 4:
+        raise SystemExit("--examples must be at least 4")
+
+    from tests.fakellm import FakeLLM  # the test suite's real OpenAI-compatible server
+
+    started = time.monotonic()
+    var = Path(tempfile.mkdtemp(prefix="desk-badinput-"))
+    log(f"var dir {var}; {args.examples} examples per group, seed {args.seed}")
+    llm = FakeLLM().start()
+    channel = ThreadedChannel().start()
+    stack = None
+    ok = False
+    try:
+        stack, state, creds = start_stack(var, llm.url, channel.url)
+        admin_url = state["nats_admin_url"]
+        pids = {name: service_pid(var, name) for name in SERVICES}
+        brokers = broker_pids(var)
+        log(f"stack up (supervisor pid {stack.pid}) in {time.monotonic() - started:.1f}s")
+        c = Campaign(
+            state["services"]["ingress"]["url"],
+            state["services"]["inbox_api"]["url"],
+            creds,
+            args.seed,
+        )
+        before = asyncio.run(stored_counts(admin_url))
+        ingress_campaign(c, args.examples)
+        after_ingress = asyncio.run(stored_counts(admin_url))
+        inbox_campaign(c, args.examples)
+        decisions_seen = wait_for(
+            lambda: (
+                asyncio.run(stored_counts(admin_url))["decisions"] - before["decisions"]
+                >= c.tally.decisions
+            ),
+            timeout=30,
+        )
+        after = asyncio.run(stored_counts(admin_url))
+        quiet = wait_for(lambda: drained(admin_url), timeout=90, every=1.0)
+        ok = report(
+            c,
+            var,
+            state,
+            stack.poll() is None,
+            pids,
+            bool(brokers) and brokers == broker_pids(var),
+            before,
+            after_ingress,
+            after,
+            decisions_seen,
+            quiet,
+            started,
+        )
+    except Exception as exc:
+        log(f"campaign error: {exc.__class__.__name__}: {exc}")
+        print(f"FAIL campaign: {exc.__class__.__name__}: {exc}", flush=True)
+    finally:
+        if stack is not None:
+            stop_stack(stack)
+        channel.stop()
+        llm.stop()
+        if ok and not args.keep:
+            shutil.rmtree(var, ignore_errors=True)
+        else:
+            log(f"logs kept in {var}/log (the stack's own output in {var}/desk-up.log)")
+    print("badinput: OK" if ok else "badinput: FAILED", flush=True)
+    return 0 if ok else 1
