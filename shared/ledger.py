@@ -91,20 +91,29 @@ class Ledger:
                 await asyncio.sleep(0.05)
             except _FAILURES as exc:
                 raise TransientError("ledger unavailable") from exc
-        renewal = asyncio.create_task(self._renew(name, revision, seconds))
+        done = asyncio.Event()
+        renewal = asyncio.create_task(self._renew(name, revision, seconds, done))
         try:
             yield
         finally:
+            # The flag, not only the cancel: on Python 3.11 a cancel that lands as a renewal's
+            # PubAck arrives can be swallowed inside nats-py (asyncio.wait_for), and a renewal
+            # loop that outlived its block would hold the key forever.
+            done.set()
             renewal.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewal
             with contextlib.suppress(*_FAILURES, js_errors.KeyValueError):
                 await self.kv.delete(name)
 
-    async def _renew(self, name: str, revision: int, seconds: int) -> None:
-        """Rewrite the lease with a fresh TTL, only if it is still ours (compare-and-set)."""
+    async def _renew(self, name: str, revision: int, seconds: int, done: asyncio.Event) -> None:
+        """Rewrite the lease with a fresh TTL, only if it is still ours (compare-and-set),
+        until `done` is set."""
         while True:
-            await asyncio.sleep(seconds / 3)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), seconds / 3)
+            if done.is_set():
+                return
             try:
                 ack = await self.js.publish(
                     f"$KV.{self.bucket}.{name}",

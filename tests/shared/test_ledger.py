@@ -77,3 +77,34 @@ async def test_a_lease_is_renewed_while_held(bus: Bus) -> None:
                 raise AssertionError("the lease lapsed while held")
         except TransientError:
             pass
+
+
+async def test_a_lease_ends_with_its_block_even_if_a_renewal_swallows_the_cancel(
+    bus: Bus,
+) -> None:
+    """On Python 3.11, cancelling a task awaiting a PubAck can be swallowed (asyncio.wait_for
+    inside nats-py) when the ack arrives at the same moment. The renewal must stop anyway."""
+    ledger = await Ledger.open(bus.js, "test")
+    publish = bus.js.publish
+    in_renewal = asyncio.Event()
+
+    async def publish_that_swallows_cancel(*args: object, **kwargs: object) -> object:
+        call = asyncio.ensure_future(publish(*args, **kwargs))  # type: ignore[arg-type]
+        headers = kwargs.get("headers") or {}
+        if headers.get("Nats-Expected-Last-Subject-Sequence", "0") != "0":  # type: ignore[attr-defined]
+            in_renewal.set()  # a renewal, not the create
+        try:
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            return await call  # the ack arrived anyway: the cancel is lost, as in the wild
+
+    ledger.js.publish = publish_that_swallows_cancel  # type: ignore[method-assign]
+    try:
+        async with ledger.lease("T4", ttl=1, wait=0):
+            await asyncio.wait_for(in_renewal.wait(), 5)  # leave while a renewal is in flight
+        # the block ended: the key is free at once, and stays free (no renewal left running)
+        await asyncio.sleep(1.0)
+        async with ledger.lease("T4", ttl=30, wait=0):
+            pass
+    finally:
+        ledger.js.publish = publish  # type: ignore[method-assign]
