@@ -5,8 +5,10 @@ import json
 import logging
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from shared.logging import JsonFormatter, bound, redact
+from shared.logging import _PATTERNS, JsonFormatter, bound, redact
 
 
 @pytest.fixture
@@ -66,3 +68,43 @@ def test_records_carry_the_event_and_correlation_ids(
     assert first["correlation_id"] == "corr-7"
     assert first["service"] == "router"
     assert "event_id" not in second
+
+
+def _every_pattern(text: str) -> str:
+    for pattern, replacement in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "Bearer abc.def",
+                "BEARER x",
+                "api_key=",
+                "ApiKey: ",
+                "tOkEn=",
+                "Signature",
+                "whsec_QUJD",
+                "sk-abcdefgh12",
+                "v1,QUJDREVGR0hJSktMTU5PUFFSUw==",
+                "ann@example.com",
+                "+49 30 1234 5678",
+                "(030) 1234 5678",
+                "ſecret=",  # long s: (?i) matches it as "s"
+                "K",  # Kelvin sign
+                '"password": "hunter2"',
+                " ",
+                ":",
+                "=",
+                '"',
+            ]
+        )
+        | st.text(max_size=12),
+        max_size=12,
+    ).map("".join)
+)
+def test_redaction_is_the_same_as_running_every_pattern(text: str) -> None:
+    assert redact(text) == _every_pattern(text)
