@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test check chaos bench clean
+.PHONY: run test check chaos badinput bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is required"'
@@ -27,10 +27,16 @@ test: $(VENV)/.installed-test
 check: $(VENV)/.installed-test
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
-	$(BIN)/mypy shared services desk
+	$(BIN)/mypy shared services desk chaos benchmarks
 
 chaos: $(VENV)/.installed-test
 	$(BIN)/python -m chaos $(CHAOS_ARGS)
+
+badinput: $(VENV)/.installed-test
+	$(BIN)/python -m chaos.badinput $(BADINPUT_ARGS)
+
+bench: $(VENV)/.installed-test
+	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

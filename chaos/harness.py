@@ -472,8 +472,9 @@ def injector(run: Run, llm: Any, channel: ThreadedChannel, seed: int) -> None:
     while run.sends < max(3, run.events // 10) and not run.sending_done.is_set():
         if run.stop.wait(0.2):
             return
+    spread = max(1.0, run.events / 400)  # a big run spreads its faults over its longer life
     for fault in faults:
-        if run.stop.wait(rng.uniform(1.0, 3.0)):
+        if run.stop.wait(rng.uniform(1.0, 3.0) * spread):
             return
         kind, what = fault.split(":")
         if kind == "kill" and what == "nats":
