@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 
 from shared.service import Service
@@ -9,18 +10,38 @@ from shared.settings import IngressSettings
 
 from . import sources
 from .app import Intake, routes
+from .recorder import Recorder
 
 log = logging.getLogger(__name__)
+
+
+GC_YOUNG_THRESHOLD = 5000  # Python's default is 700
+
+
+def settle_gc() -> None:
+    """Once started: keep start-up objects out of garbage collection, and collect less often.
+
+    The ingress process holds ~90k long-lived objects from start-up (every module `desk`
+    imports). Each full collection walked them all (~50 ms: a latency spike every few thousand
+    requests), and with the default threshold the young generation was collected every ~10
+    requests while 64 were in flight. Measured under load: ~60 µs of collection per request
+    before, about 10 µs after. Cyclic garbage is still collected, in larger batches.
+    """
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
 
 
 async def run(settings: IngressSettings) -> None:
     configured = sources.load(settings.sources_file, settings.sources, settings.var_dir)
     intake = Intake(configured, settings.max_body, settings.retry_after)
-    async with Service(
-        settings,
-        routes=routes,
-        state={"intake": intake},
-    ) as svc:
+    async with (
+        Recorder(settings.publish_timeout, settings.service) as recorder,
+        Service(settings, routes=routes, state={"intake": intake, "recorder": recorder}) as svc,
+    ):
+        if svc.bus is not None:
+            await recorder.attach(svc.bus)
+        settle_gc()
         if configured:
             log.info("accepting webhooks for %s", ", ".join(sorted(configured)))
         else:

@@ -1,0 +1,1 @@
+"""Benchmarks: scripts run by `make bench`, never timed assertions in the test suite."""

@@ -1,0 +1,213 @@
+"""Records events on EVENTS and waits for each PubAck: the publish path of every webhook.
+
+`Bus.publish` (nats-py's `js.publish`) opens a request per call: a new reply inbox, a timer,
+a task switch through the request machinery, a dataclass per PubAck, and it encodes the
+headers again character by character. That cost about as much CPU per event as the HTTP
+server spends on a whole request. The recorder keeps one reply
+subscription for all publishes, one future per publish keyed by a counter, and reads the PubAck
+itself. Every publish still carries its `Nats-Msg-Id` and still waits for its own PubAck: only
+the bookkeeping is shared.
+
+Anything but a clean PubAck in time (no stream listening yet, an error from the server, a
+publish refused by the client while disconnected, no answer within half the publish timeout)
+goes to `Bus.publish`, which publishes again with the same id until the publish timeout and
+maps the error (`TransientError`: answer 503).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from collections.abc import Mapping
+
+import nats.errors as nats_errors
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from nats.js.api import Header
+from nats.protocol.command import hpub_cmd
+
+from shared import headers as h
+from shared import metrics
+from shared.bus import Bus, Published
+from shared.errors import TransientError
+
+_NO_RESPONDERS = "503"  # the status the server sends when nothing listens on the subject
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_HEADER_NAME = re.compile(_TOKEN)  # nats-py's own check
+# Header lines that need nothing done: a valid name, a value without CR/LF or outer spaces.
+_CLEAN_BLOCK = re.compile(rf"(?:{_TOKEN}: (?:[^\s](?:[^\r\n]*[^\s])?)?\r\n)*")
+# The client internals the raw path uses (nats-py 2.x); without them, the public path.
+_RAW = all(hasattr(Client, a) for a in ("_send_command", "_flush_pending"))
+
+
+class Recorder:
+    """The publish path of ingress; lives around the `Service` so it outlasts its drain.
+
+    async with Recorder(timeout, "ingress") as recorder, Service(...) as svc:
+        await recorder.attach(svc.bus)
+    """
+
+    def __init__(self, timeout: float, service: str = "ingress") -> None:
+        self.timeout = timeout
+        self.bus: Bus | None = None
+        self._prefix = ""
+        self._cut = 0
+        self._next = 0
+        # token → (future, deadline); in publish order, so also in deadline order
+        self._waiting: dict[str, tuple[asyncio.Future[Msg], float]] = {}
+        self._sweeper: asyncio.Task[None] | None = None
+        self._sub: Subscription | None = None
+        self._stored = metrics.PUBLISHES.labels(service, "stored")
+        self._duplicate = metrics.PUBLISHES.labels(service, "duplicate")
+        self._failed = metrics.PUBLISHES.labels(service, "failed")
+
+    async def __aenter__(self) -> Recorder:
+        self._sweeper = asyncio.create_task(self._sweep(), name="recorder-deadlines")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+
+    async def attach(self, bus: Bus) -> None:
+        """Start publishing through `bus`: one reply subscription for every PubAck."""
+        assert self._sweeper is not None, "use the recorder as a context manager"
+        # Under the connection's own inbox prefix, so per-service permissions still apply.
+        self._prefix = bus.nc.new_inbox() + "."
+        self._cut = len(self._prefix)
+        self._sub = await bus.nc.subscribe(self._prefix + "*", cb=self._on_reply)
+        self.bus = bus
+
+    @property
+    def attached(self) -> bool:
+        return self.bus is not None
+
+    async def _on_reply(self, msg: Msg) -> None:
+        waiting = self._waiting.pop(msg.subject[self._cut :], None)
+        if waiting is not None and not waiting[0].done():
+            waiting[0].set_result(msg)
+
+    async def _sweep(self) -> None:
+        """One timer for every publish: fail those whose PubAck is overdue."""
+        loop = asyncio.get_running_loop()
+        tick = min(0.1, self.timeout / 10)
+        while True:
+            await asyncio.sleep(tick)
+            now = loop.time()
+            while self._waiting:
+                token, (future, deadline) = next(iter(self._waiting.items()))
+                if deadline > now:
+                    break
+                del self._waiting[token]
+                if not future.done():
+                    future.set_exception(TimeoutError())
+
+    async def record(
+        self, subject: str, data: bytes, *, msg_id: str, headers: Mapping[str, str]
+    ) -> Published:
+        """Publish once with `msg_id` and return its PubAck (or fall back to `Bus.publish`)."""
+        assert self.bus is not None, "attach a bus first"
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        self._next += 1
+        token = str(self._next)
+        future: asyncio.Future[Msg] = loop.create_future()
+        # Half the time for this attempt: a PubAck lost with a dying connection leaves
+        # `Bus.publish` the other half to publish again (same id) once it is back.
+        self._waiting[token] = (future, started + self.timeout / 2)
+        try:
+            await self._send(subject, self._prefix + token, data, msg_id, headers)
+            reply = await future
+        except (TimeoutError, nats_errors.Error):  # overdue; or closed, draining, buffer full
+            self._waiting.pop(token, None)
+            return await self._fallback(subject, data, msg_id, headers, started)
+        ack = _pub_ack(reply)
+        if ack is None:
+            return await self._fallback(subject, data, msg_id, headers, started)
+        (self._duplicate if ack.duplicate else self._stored).inc()
+        return ack
+
+    async def _send(
+        self, subject: str, reply: str, data: bytes, msg_id: str, headers: Mapping[str, str]
+    ) -> None:
+        assert self.bus is not None
+        nc = self.bus.nc
+        if not _RAW or not nc.is_connected or nc.is_draining_pubs or len(data) > nc.max_payload:
+            # the client's own path: buffering while reconnecting, and its errors
+            await nc.publish(subject, data, reply=reply, headers={**headers, h.MSG_ID: msg_id})
+            return
+        # What `nc.publish` does, with the header block encoded in one go (nats-py runs a
+        # dict-table `str.translate` over every header value: most of its cost per publish).
+        await nc._send_command(hpub_cmd(subject, reply, header_block(headers, msg_id), data))
+        nc.stats["out_msgs"] += 1
+        nc.stats["out_bytes"] += len(data)
+        if nc._flush_queue is not None and nc._flush_queue.empty():
+            await nc._flush_pending()
+
+    async def _fallback(
+        self,
+        subject: str,
+        data: bytes,
+        msg_id: str,
+        headers: Mapping[str, str],
+        started: float,
+    ) -> Published:
+        assert self.bus is not None
+        remaining = self.timeout - (asyncio.get_running_loop().time() - started)
+        if remaining <= 0:
+            self._failed.inc()
+            raise TransientError(f"publish to {subject} not acknowledged in time")
+        return await self.bus.publish(
+            subject, data, msg_id=msg_id, headers=headers, timeout=remaining
+        )
+
+
+def header_block(headers: Mapping[str, str], msg_id: str) -> bytes:
+    """`NATS/1.0` headers as nats-py writes them (values stripped, CR/LF made spaces)."""
+    lines = [f"{k}: {v}\r\n" for k, v in headers.items() if k != h.MSG_ID]
+    lines.append(f"{h.MSG_ID}: {msg_id}\r\n")  # the dedup id is the one passed in
+    block = "".join(lines)
+    # One check for all; line by line only if needed. The pattern alone is not enough: a value
+    # holding "\r\n" reads as lines of its own, a name holding ": " as a name and a value. So
+    # each line must hold one of each (a value with ": " in it takes the line-by-line path).
+    if not (
+        _CLEAN_BLOCK.fullmatch(block)
+        and block.count("\r\n") == len(lines)
+        and block.count(": ") == len(lines)
+    ):
+        lines = [_header_line(k, v) for k, v in headers.items() if k != h.MSG_ID]
+        lines.append(_header_line(h.MSG_ID, msg_id))
+        block = "".join(lines)
+    return f"NATS/1.0\r\n{block}\r\n".encode()
+
+
+def _header_line(name: str, value: str) -> str:
+    name = name.strip()
+    if not name:
+        return ""  # nats-py skips empty names
+    if not _HEADER_NAME.fullmatch(name):
+        raise nats_errors.BadHeaderError(name)
+    value = value.strip()
+    if "\r" in value or "\n" in value:
+        value = value.replace("\r", " ").replace("\n", " ")
+    return f"{name}: {value}\r\n"
+
+
+def _pub_ack(reply: Msg) -> Published | None:
+    """The PubAck in a reply, or None for anything else (no responders, an API error)."""
+    if reply.headers and reply.headers.get(Header.STATUS) == _NO_RESPONDERS:
+        return None
+    try:
+        answer = json.loads(reply.data)
+    except ValueError:
+        return None
+    if not isinstance(answer, dict) or "error" in answer or "stream" not in answer:
+        return None
+    return Published(
+        stream=answer["stream"], seq=int(answer["seq"]), duplicate=bool(answer.get("duplicate"))
+    )
