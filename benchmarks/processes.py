@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -11,7 +10,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from desk.process import die_with_parent
+from desk.process import die_with_parent, terminate
 
 ROOT = Path(__file__).resolve().parents[1]
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -85,11 +84,5 @@ class Child:
         return self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
 
     def stop(self, timeout: float = 20.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc is not None:
+            terminate(self.proc, timeout)

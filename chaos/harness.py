@@ -278,6 +278,25 @@ def launch_stack(
     return stack, state, creds
 
 
+def tear_down(
+    stack: subprocess.Popen[bytes] | None,
+    channel: ThreadedChannel,
+    llm: Any,
+    var: Path,
+    *,
+    keep: bool,
+) -> None:
+    """Stop the stack and the fakes; remove the var dir unless its logs should be kept."""
+    if stack is not None:
+        stop_stack(stack)
+    channel.stop()
+    llm.stop()
+    if keep:
+        log(f"logs kept in {var}/log (the stack's own output in {var}/desk-up.log)")
+    else:
+        shutil.rmtree(var, ignore_errors=True)
+
+
 def stop_stack(stack: subprocess.Popen[bytes]) -> None:
     if stack.poll() is not None:
         return
@@ -726,14 +745,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"FAIL harness: {exc.__class__.__name__}: {exc}", flush=True)
     finally:
         run.stop.set()
-        if stack is not None:
-            stop_stack(stack)
-        channel.stop()
-        llm.stop()
-        if ok and not args.keep:
-            shutil.rmtree(var, ignore_errors=True)
-        else:
-            log(f"logs kept in {var}/log")
+        tear_down(stack, channel, llm, var, keep=args.keep or not ok)
     print("chaos: OK" if ok else "chaos: FAILED", flush=True)
     return 0 if ok else 1
 

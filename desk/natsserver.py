@@ -15,7 +15,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from .process import die_with_parent, free_port
+from .process import die_with_parent, free_port, terminate
 
 
 class NatsServerError(RuntimeError):
@@ -131,13 +131,7 @@ class NatsServer:
         """Graceful stop (SIGTERM), then SIGKILL if it lingers."""
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc, timeout)
         self.proc = None
 
     def kill(self) -> None:

@@ -7,6 +7,7 @@ import ctypes
 import os
 import signal
 import socket
+import subprocess
 import sys
 
 _PR_SET_PDEATHSIG = 1
@@ -43,3 +44,15 @@ def alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def terminate(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `timeout` seconds; reaps it."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

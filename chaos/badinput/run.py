@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import tempfile
 import time
 from pathlib import Path
 
 from ..channel import ThreadedChannel
-from ..harness import SERVICES, log, service_pid, start_stack, stop_stack
+from ..harness import SERVICES, log, service_pid, start_stack, tear_down
 from . import __doc__ as overview  # the package docstring: its first line is --help's
 from .campaign import Campaign
 from .inbox import inbox_campaign
@@ -87,13 +86,6 @@ def main(argv: list[str] | None = None) -> int:
         log(f"campaign error: {exc.__class__.__name__}: {exc}")
         print(f"FAIL campaign: {exc.__class__.__name__}: {exc}", flush=True)
     finally:
-        if stack is not None:
-            stop_stack(stack)
-        channel.stop()
-        llm.stop()
-        if ok and not args.keep:
-            shutil.rmtree(var, ignore_errors=True)
-        else:
-            log(f"logs kept in {var}/log (the stack's own output in {var}/desk-up.log)")
+        tear_down(stack, channel, llm, var, keep=args.keep or not ok)
     print("badinput: OK" if ok else "badinput: FAILED", flush=True)
     return 0 if ok else 1
