@@ -154,7 +154,7 @@ class Watch:
     async def poll(self) -> None:
         cursor = None
         while True:
-            params = {"sort": "newest", "limit": "200"}
+            params = {"sort": "newest", "limit": "20"}  # a few new ones a poll; bursts page on
             if cursor:
                 params["cursor"] = cursor
             answer = await self.client.get("/api/items", params=params)

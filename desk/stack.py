@@ -51,6 +51,7 @@ class Child:
     started_at: float = 0.0
     restarts: int = 0
     backoff: float = 0.5
+    fixed: bool = False  # the port the operator asked for: never moved
     watcher: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @property
@@ -90,8 +91,9 @@ class Stack:
             self._start_nats()
             await self._provision()
             for name in SERVICES:
+                port, fixed = self._port_for(name)
                 self.children[name] = Child(
-                    name, self._port_for(name), self.var_dir / "log" / f"{name}.log"
+                    name, port, self.var_dir / "log" / f"{name}.log", fixed=fixed
                 )
             for child in self.children.values():
                 await self._spawn(child)
@@ -181,14 +183,15 @@ class Stack:
             return []
         return self.nats.nodes if isinstance(self.nats, NatsCluster) else [self.nats]
 
-    def _port_for(self, name: str) -> int:
+    def _port_for(self, name: str) -> tuple[int, bool]:
+        """(port, whether it is the operator's choice)."""
         wanted = {"ingress": self.settings.ingress_port, "inbox_api": self.settings.inbox_api_port}
         port = wanted.get(name, 0)
         if port and port_free(port):
-            return port
+            return port, True
         if port:
             print(f"port {port} is busy; {name} takes a free port instead", file=sys.stderr)
-        return free_port()
+        return free_port(), False
 
     async def _spawn(self, child: Child) -> None:
         env = dict(os.environ)
@@ -250,6 +253,11 @@ class Stack:
                 return
             child.backoff = min(child.backoff * 2, self.settings.restart_backoff_max)
             child.restarts += 1
+            if not child.fixed and not port_free(child.port):
+                # A port picked for us can be taken meanwhile (any outgoing connection may get
+                # it as its local port): restarting on it would fail forever. Move.
+                old, child.port = child.port, free_port()
+                print(f"{child.name}: port {old} is taken; now {child.url}", file=sys.stderr)
             await self._spawn(child)
             self._update_state()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -244,13 +245,32 @@ async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> No
 
     seen = descendants(supervisor.pid)
     router_pid = status["services"]["router"]["pid"]
+    router_url = status["services"]["router"]["url"]
     os.kill(router_pid, signal.SIGKILL)
+    # Something else takes the router's port before it restarts (as an outgoing connection's
+    # local port can): the supervisor must move it rather than restart it into a busy port.
+    squatter = socket.socket()
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+
+    def squat() -> bool:  # as soon as the dead router's socket is gone (the restart waits 0.5 s)
+        try:
+            squatter.bind(("127.0.0.1", int(router_url.rsplit(":", 1)[1])))
+        except OSError:
+            return False
+        return True
+
+    await eventually(squat, timeout=2, interval=0.005, message="the router's port free")
+    squatter.listen()
 
     def router_back() -> bool:
         now = stack.status().get("services", {}).get("router", {})
         return bool(now.get("healthy")) and now.get("pid") not in (None, router_pid)
 
-    await eventually(router_back, timeout=30, message="the router restarted and healthy")
+    try:
+        await eventually(router_back, timeout=30, message="the router restarted and healthy")
+    finally:
+        squatter.close()
+    assert stack.status()["services"]["router"]["url"] != router_url
     seen |= descendants(supervisor.pid)
 
     supervisor.send_signal(signal.SIGINT)
