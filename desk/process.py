@@ -27,8 +27,12 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def port_free(port: int, host: str = "127.0.0.1") -> bool:
+def port_free(port: int, host: str = "127.0.0.1", *, as_services_bind: bool = False) -> bool:
+    """Whether `port` can be bound. `as_services_bind`: the way the services bind it
+    (SO_REUSEADDR), so that connections of a dead server lingering in TIME_WAIT don't count."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        if as_services_bind:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:

@@ -253,7 +253,7 @@ class Stack:
                 return
             child.backoff = min(child.backoff * 2, self.settings.restart_backoff_max)
             child.restarts += 1
-            if not child.fixed and not port_free(child.port):
+            if not child.fixed and not port_free(child.port, as_services_bind=True):
                 # A port picked for us can be taken meanwhile (any outgoing connection may get
                 # it as its local port): restarting on it would fail forever. Move.
                 old, child.port = child.port, free_port()
