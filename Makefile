@@ -21,8 +21,12 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 run: $(VENV)/.installed
 	$(BIN)/desk up
 
+# Test files run in parallel on PYTEST_WORKERS processes (each file on one worker, so its
+# module-scoped servers are shared); PYTEST_WORKERS=0 runs them in this process.
+PYTEST_WORKERS ?= 2
+
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 check: $(VENV)/.installed-test
 	$(BIN)/ruff format --check .

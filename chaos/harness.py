@@ -9,15 +9,21 @@
    (same id); 5 % name tickets that do not exist (T99xxx); some tickets get a second event with
    an OLDER version after a newer one; some tickets are created without any webhook, so only
    the reconciler can find them.
-3. An auto-reviewer decides every waiting item (accept / edit / response at most once per
-   thread / ignore; notify items are ignored), deterministic per item id.
-4. While that runs: SIGKILL each of the six services once (the supervisor restarts them),
+3. Conversations (chaos/conversations.py): a share of the tickets get a second customer
+   message while their draft waits or after their reply was sent, an answer by a person in the
+   helpdesk, or a close, each with its webhook; and two stale scans (chaos/stale.py, `desk
+   reconcile --stale`) run among the faults over old tickets, some with a draft waiting.
+4. An auto-reviewer decides every waiting item (accept / edit / response at most once per
+   thread / ignore; notify items are ignored), deterministic per item id, except while a
+   conversation step holds the ticket.
+5. While that runs: SIGKILL each of the six services once (the supervisor restarts them),
    SIGKILL nats-server once (the supervisor restarts it on the same store), make the LLM answer
    503 for a while, make the channel answer 503 for a while. With `--cluster` the broker is a
    three-node JetStream cluster with R3 streams, and the node killed is the one leading the
    events stream at that moment.
-5. Waits until quiescent (or the deadline), prints one PASS/FAIL line per invariant and exits 0
-   only if all hold. The stack is always stopped (SIGINT to the supervisor).
+6. Waits until quiescent (or the deadline), prints one PASS/FAIL line per invariant (the
+   conversation ones from chaos/rounds.py) and exits 0 only if all hold. The stack is always
+   stopped (SIGINT to the supervisor).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,20 +52,16 @@ import httpx
 
 from desk.helpdesk import create as create_ticket
 from desk.helpdesk import ensure_demo
-from desk.webhook import signed_headers
 from shared.source.events import ticket_event
 
+from . import conversations, rounds, stale
 from .channel import ThreadedChannel
+from .state import OPEN, Run, log
+from .webhooks import post_event
 
 SERVICES = ("ingress", "router", "drafter", "inbox_api", "sender", "reconciler")
-TERMINAL = ("sent", "ignored")
 SETTLE_SECONDS = 6.0  # quiescent = nothing changed for this long
 MISSING_GRACE = 30.0  # ...or this long, if some ticket never got an item
-
-
-def log(text: str) -> None:
-    stamp = time.strftime("%H:%M:%S")
-    print(f"[chaos {stamp}] {text}", file=sys.stderr, flush=True)
 
 
 # -- the workload plan ------------------------------------------------------------------------
@@ -111,51 +113,6 @@ def plan(events: int, rng: random.Random) -> list[Op]:
         ops.insert(rng.randint(0, len(ops)), Op("silent", slot))
         slot += 1
     return ops
-
-
-# -- state shared between threads -------------------------------------------------------------
-
-
-@dataclass
-class Run:
-    seed: int
-    events: int
-    deadline: float
-    var: Path
-    cluster: bool = False
-    admin_url: str = ""
-    ingress: str = ""
-    inbox: str = ""
-    secret: str = ""
-    token: str = ""
-    helpdesk_url: str = ""
-    stop: threading.Event = field(default_factory=threading.Event)
-    sending_done: threading.Event = field(default_factory=threading.Event)
-    faults_done: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    # workload facts
-    valid_tickets: set[str] = field(default_factory=set)  # every existing ticket we made
-    webhook_tickets: set[str] = field(default_factory=set)
-    silent_tickets: set[str] = field(default_factory=set)
-    missing_tickets: set[str] = field(default_factory=set)
-    pair_tickets: set[str] = field(default_factory=set)
-    lawyer_tickets: set[str] = field(default_factory=set)
-    sends: int = 0  # webhook sends answered 202 (planned ones)
-    http_attempts: int = 0
-    planned_dups: int = 0
-    dup_answers: int = 0  # planned duplicates answered duplicate:true
-    dup_wrong: list[str] = field(default_factory=list)  # planned duplicates answered false
-    first_dup: int = 0  # first sends answered duplicate:true (a retried send)
-    send_errors: Counter[str] = field(default_factory=Counter)
-    # reviewer facts
-    decisions: Counter[str] = field(default_factory=Counter)
-    decision_conflicts: int = 0
-    decision_errors: Counter[str] = field(default_factory=Counter)
-    responded: set[str] = field(default_factory=set)
-    # faults
-    faults: list[str] = field(default_factory=list)
-    fault_problems: list[str] = field(default_factory=list)
-    peak_redelivered: int = 0
 
 
 # -- process helpers --------------------------------------------------------------------------
@@ -214,12 +171,17 @@ def is_service(pid: int, name: str) -> bool:
 
 
 def start_stack(
-    var: Path, llm_url: str, channel_url: str, nodes: int = 1
+    var: Path,
+    llm_url: str,
+    channel_url: str,
+    nodes: int = 1,
+    extra: dict[str, str] | None = None,
 ) -> tuple[subprocess.Popen[bytes], dict[str, Any], dict[str, Any]]:
     channel_secret = "whsec_" + base64.b64encode(os.urandom(24)).decode()
     return launch_stack(
         var,
         {
+            **(extra or {}),
             "DESK_RECONCILE_INTERVAL": "2",
             "DESK_RETRY_INITIAL": "0.3",
             "DESK_ACK_WAIT": "5",
@@ -311,29 +273,9 @@ def stop_stack(stack: subprocess.Popen[bytes]) -> None:
 # -- workload ---------------------------------------------------------------------------------
 
 
-def post_event(run: Run, client: httpx.Client, event: dict[str, Any]) -> bool | None:
-    """Send one event until it is accepted (202); its `duplicate` flag, None if we gave up."""
-    body = json.dumps(event).encode()
-    while not run.stop.is_set():
-        headers = signed_headers("standard", run.secret, event, body)
-        run.http_attempts += 1
-        try:
-            answer = client.post(f"{run.ingress}/webhooks/helpdesk", content=body, headers=headers)
-        except httpx.HTTPError as exc:
-            run.send_errors[exc.__class__.__name__] += 1
-            time.sleep(0.3)
-            continue
-        if answer.status_code == 202:
-            return bool(answer.json().get("duplicate"))
-        run.send_errors[str(answer.status_code)] += 1
-        if answer.status_code < 500:
-            log(f"ingress refused {event['id']}: {answer.status_code} {answer.text[:200]}")
-            return None
-        time.sleep(0.3)
-    return None
-
-
-def workload(run: Run, ops: list[Op], rng: random.Random) -> None:
+def workload(run: Run, ops: list[Op], rng: random.Random, steps: dict[int, str]) -> None:
+    """Send the plan; a ticket with a conversation step (`steps`, slot → step) is handed to
+    chaos/conversations.py just before its first event goes out."""
     sent: dict[int, dict[str, Any]] = {}  # id(op) -> the event it sent
     tickets: dict[int, Any] = {}  # slot -> Ticket
     pace = max(0.0, 20.0 / max(len(ops), 1))  # spread a small run over ~20 s of faults
@@ -350,6 +292,8 @@ def workload(run: Run, ops: list[Op], rng: random.Random) -> None:
                 t = _create(run, op, rng)
                 tickets[op.slot] = t
                 run.webhook_tickets.add(t.id)
+                if op.slot in steps:
+                    conversations.planned(run, t.id, steps[op.slot])
                 event = ticket_event(
                     "ticket.created",
                     t.id,
@@ -382,17 +326,18 @@ def workload(run: Run, ops: list[Op], rng: random.Random) -> None:
             duplicate = post_event(run, client, event)
             if duplicate is None:
                 continue
-            run.sends += 1
-            if op.kind == "dup":
-                run.planned_dups += 1
-                if duplicate:
-                    run.dup_answers += 1
+            with run.lock:
+                run.sends += 1
+                if op.kind == "dup":
+                    run.planned_dups += 1
+                    if duplicate:
+                        run.dup_answers += 1
+                    else:
+                        run.dup_wrong.append(str(event["id"]))
                 else:
-                    run.dup_wrong.append(str(event["id"]))
-            else:
-                sent[id(op)] = event
-                if duplicate:
-                    run.first_dup += 1
+                    sent[id(op)] = event
+                    if duplicate:
+                        run.first_dup += 1
             spent = time.monotonic() - started
             if pace > spent:
                 time.sleep(pace - spent)
@@ -428,19 +373,32 @@ def _create(run: Run, op: Op, rng: random.Random) -> Any:
 
 
 def reviewer(run: Run) -> None:
+    """Decide every waiting item, page by page, except those of tickets a step holds."""
     headers = {"Authorization": f"Bearer {run.token}"}
     with httpx.Client(base_url=run.inbox, headers=headers, timeout=10) as client:
         while not run.stop.is_set():
-            try:
-                answer = client.get("/api/items", params={"status": "waiting", "limit": "200"})
-                items = answer.json()["items"] if answer.status_code == 200 else []
-            except (httpx.HTTPError, ValueError, KeyError):
-                items = []
-            for item in items:
-                if run.stop.is_set():
+            decided = 0
+            cursor = None
+            while not run.stop.is_set():
+                params = {"status": "waiting", "limit": "200"}
+                if cursor:
+                    params["cursor"] = cursor
+                try:
+                    answer = client.get("/api/items", params=params)
+                    page = answer.json() if answer.status_code == 200 else {}
+                except (httpx.HTTPError, ValueError):
+                    page = {}
+                for item in page.get("items", []):
+                    if run.stop.is_set():
+                        break
+                    if run.is_held(item.get("ticket_id")):
+                        continue
+                    decide(run, client, item)
+                    decided += 1
+                cursor = page.get("next_cursor")
+                if not cursor:
                     break
-                decide(run, client, item)
-            time.sleep(0.3 if not items else 0.05)
+            time.sleep(0.05 if decided else 0.3)
 
 
 def decide(run: Run, client: httpx.Client, item: dict[str, Any]) -> None:
@@ -468,14 +426,16 @@ def decide(run: Run, client: httpx.Client, item: dict[str, Any]) -> None:
     except httpx.HTTPError as exc:
         run.decision_errors[exc.__class__.__name__] += 1
         return
-    if answer.status_code == 202:
-        run.decisions[kind] += 1
-        if kind == "response":
-            run.responded.add(thread)
-    elif answer.status_code == 409:
-        run.decision_conflicts += 1
-    else:
-        run.decision_errors[str(answer.status_code)] += 1
+    with run.lock:  # the conversation steps accept some drafts themselves
+        if answer.status_code == 202:
+            run.decisions[kind] += 1
+            if kind == "response":
+                run.responded.add(thread)
+        elif answer.status_code == 409:
+            run.decision_conflicts += 1
+        else:
+            run.decision_errors[str(answer.status_code)] += 1
+    if answer.status_code not in (202, 409):
         if answer.status_code not in (502, 503, 504):
             log(f"decision {kind} on {item['id']} got {answer.status_code}: {answer.text[:200]}")
 
@@ -492,7 +452,12 @@ def injector(run: Run, llm: Any, channel: ThreadedChannel, seed: int) -> None:
         if run.stop.wait(0.2):
             return
     spread = max(1.0, run.events / 400)  # a big run spreads its faults over its longer life
-    for fault in faults:
+    for done, fault in enumerate(faults):
+        if done in stale.SCAN_AFTER:  # a stale scan between two faults; wait until it ran
+            number = stale.SCAN_AFTER.index(done) + 1
+            run.scans_wanted = number
+            if not _wait(run, lambda number=number: run.scans_run >= number, 400):
+                run.fault_problems.append(f"stale scan {number} did not run within 400s")
         if run.stop.wait(rng.uniform(1.0, 3.0) * spread):
             return
         kind, what = fault.split(":")
@@ -677,7 +642,7 @@ def snapshot(run: Run, admin_url: str) -> tuple[bool, Any, bool]:
     drained = all(
         (c.num_pending or 0) == 0 and (c.num_ack_pending or 0) == 0 for c in infos.values()
     )
-    busy = statuses.get("waiting", 0) + statuses.get("decided", 0)
+    busy = sum(statuses.get(status, 0) for status in OPEN)
     with run.lock:
         valid = set(run.valid_tickets)
     seen = {i["ticket_id"] for i in items}
@@ -710,6 +675,7 @@ def main(argv: list[str] | None = None) -> int:
     var = Path(tempfile.mkdtemp(prefix="desk-chaos-"))
     rng = random.Random(args.seed)
     ops = plan(args.events, rng)
+    steps = conversations.assign(ops, args.seed)
     run = Run(args.seed, args.events, args.deadline, var, cluster=args.cluster)
     log(f"var dir {var}; {len(ops)} workload steps, seed {args.seed}")
     llm = FakeLLM().start()
@@ -717,7 +683,13 @@ def main(argv: list[str] | None = None) -> int:
     stack = None
     ok = False
     try:
-        stack, state, creds = start_stack(var, llm.url, channel.url, 3 if args.cluster else 1)
+        stack, state, creds = start_stack(
+            var,
+            llm.url,
+            channel.url,
+            3 if args.cluster else 1,
+            {"DESK_STALE_DAYS": str(stale.STALE_DAYS), "DESK_STALE_CRON": stale.NEVER},
+        )
         run.ingress = state["services"]["ingress"]["url"]
         run.inbox = state["services"]["inbox_api"]["url"]
         run.secret = creds["webhook_secrets"]["helpdesk"]
@@ -728,8 +700,10 @@ def main(argv: list[str] | None = None) -> int:
         log(f"stack up (supervisor pid {stack.pid}) in {time.monotonic() - started:.1f}s")
 
         threads = [
-            threading.Thread(target=workload, args=(run, ops, rng), daemon=True),
+            threading.Thread(target=workload, args=(run, ops, rng, steps), daemon=True),
             threading.Thread(target=reviewer, args=(run,), daemon=True),
+            threading.Thread(target=conversations.conversations, args=(run,), daemon=True),
+            threading.Thread(target=stale.scanner, args=(run,), daemon=True),
             threading.Thread(target=injector, args=(run, llm, channel, args.seed), daemon=True),
         ]
         for t in threads:
@@ -755,7 +729,15 @@ def wait_quiescent(run: Run, admin_url: str, started: float) -> bool:
     since = time.monotonic()
     while time.monotonic() - started < run.deadline:
         time.sleep(1.0)
-        if not (run.sending_done.is_set() and run.faults_done.is_set()):
+        if not all(
+            e.is_set()
+            for e in (
+                run.sending_done,
+                run.faults_done,
+                run.conversations_done,
+                run.scans_done,
+            )
+        ):
             try:  # a cheap look at redeliveries in flight
                 infos = asyncio.run(consumers(admin_url))
                 now = sum(c.num_redelivered or 0 for c in infos.values())
@@ -795,6 +777,22 @@ def retried(var: Path, msg_id: str) -> bool:
 TICKET_RE = re.compile(r"T\d{4,}")
 
 
+def decision_times(run: Run) -> dict[str, dt.datetime]:
+    """Item id → when it was decided, for the tickets a step closed or answered."""
+    found: dict[str, dt.datetime] = {}
+    tickets = {t.ticket for t in run.tasks if t.kind in conversations.ENDED}
+    with httpx.Client(
+        base_url=run.inbox, headers={"Authorization": f"Bearer {run.token}"}, timeout=10
+    ) as client:
+        for ticket in sorted(tickets):
+            answer = client.get(f"/api/items/{ticket}~v1")
+            if answer.status_code != 200:
+                continue
+            for d in answer.json().get("decisions", []):
+                found[d["item_id"]] = dt.datetime.fromisoformat(d["decided_at"])
+    return found
+
+
 def report(
     run: Run, admin_url: str, channel: ThreadedChannel, quiescent: bool, started: float
 ) -> bool:
@@ -803,79 +801,28 @@ def report(
 
     lines: list[tuple[bool, str, str]] = []
     items = all_items(run)
-    by_ticket: dict[str, list[dict[str, Any]]] = {}
-    for item in items:
-        by_ticket.setdefault(item["ticket_id"], []).append(item)
-
-    # 1. every valid ticket reached a terminal state
-    final: Counter[str] = Counter()
-    bad: list[str] = []
-    for tid in sorted(run.valid_tickets):
-        versions = sorted(by_ticket.get(tid, []), key=lambda i: i["version"])
-        if not versions:
-            bad.append(f"{tid}:no item")
-            continue
-        latest = versions[-1]
-        stuck = [i for i in versions[:-1] if i["status"] not in ("superseded", *TERMINAL)]
-        if latest["status"] not in TERMINAL or stuck:
-            bad.append(f"{tid}:{latest['id']}={latest['status']}")
-        final[latest["status"]] += 1
-        if (latest.get("action_request") or {}).get("action") == "notify_supervisor":
-            final["notify"] += 1
-    unexpected = sorted(set(by_ticket) - run.valid_tickets)
-    lines.append(
-        (
-            not bad and not unexpected,
-            "terminal",
-            f"{len(run.valid_tickets)} valid tickets ({len(run.webhook_tickets)} by webhook, "
-            f"{len(run.silent_tickets)} reconciler-only, {len(run.pair_tickets)} with an older "
-            f"event after a newer one, {len(run.lawyer_tickets)} escalated); final sent "
-            f"{final['sent']}, ignored {final['ignored']} (notify acknowledged {final['notify']}); "
-            f"not terminal {len(bad)}{' ' + ', '.join(bad[:8]) if bad else ''}"
-            f"{'; items for unknown tickets ' + ', '.join(unexpected[:8]) if unexpected else ''}",
-        )
-    )
-
-    # 2. outbox = accepted + edited, no duplicate keys or reply.sent ids
     engine = make_engine(database_url(None, run.var, "sender"))
     try:
         rows = outbox_rows(engine)
     finally:
         engine.dispose()
-    keys = [r.key for r in rows]
-    approved = [i for i in items if i.get("decision") in ("accept", "edit")]
-    stored = asyncio.run(results(admin_url))
-    sent_ids = []
-    for m in stored:
-        if m.subject == "results.reply.sent":
-            try:
-                sent_ids.append(json.loads(m.data)["id"])
-            except (ValueError, KeyError):
-                sent_ids.append("<unreadable>")
-    delivered = set(channel.keys())
-    dup_keys = len(keys) - len(set(keys))
-    dup_ids = len(sent_ids) - len(set(sent_ids))
-    undelivered = sorted(set(keys) - delivered)
-    ok = (
-        len(rows) == len(approved)
-        and dup_keys == 0
-        and dup_ids == 0
-        and len(sent_ids) == len(rows)
-        and not undelivered
-    )
-    lines.append(
-        (
-            ok,
-            "outbox",
-            f"rows {len(rows)} = accepted+edited decisions {len(approved)} "
-            f"(reviewer posted accept {run.decisions['accept']}, edit {run.decisions['edit']}); "
-            f"duplicate keys {dup_keys}; reply.sent events {len(sent_ids)}, duplicate ids "
-            f"{dup_ids}; channel calls 200 {len(channel.delivered)} for {len(delivered)} keys, "
-            f"503 {channel.refused}; rows never delivered {len(undelivered)}",
-        )
-    )
+    stored = rounds.results_of(asyncio.run(results(admin_url)))
+    took = channel.keys()
 
-    # 3. dead letters = exactly the nonexistent tickets, one attempt each
+    # 1-2. every valid ticket's items final; nothing left open
+    lines.append(rounds.terminal(run, items))
+    lines.append(rounds.open_items(run, items))
+    # 3. outbox = accepted + edited; delivered rows = reply.sent = what the channel took
+    lines.append(rounds.outbox(run, items, rows, stored, took, channel.refused))
+    # 4-7. conversations: one reply per round, one ending per approved round, nothing sent
+    # once withdrawn, every conversation step and stale scan did what it should
+    lines.append(rounds.one_reply_per_round(stored))
+    lines.append(rounds.approved_rounds(items, stored))
+    lines.append(rounds.nothing_sent_withdrawn(run, items, rows, stored, took, decision_times(run)))
+    lines.append(rounds.conversations(run, items, stored))
+    lines.append(rounds.stale_scans(run, items))
+
+    # 8. dead letters = exactly the nonexistent tickets, one attempt each
     letters = asyncio.run(dead_letters(admin_url))
     named: Counter[str] = Counter()
     other: list[str] = []
@@ -911,7 +858,7 @@ def report(
         )
     )
 
-    # 4. nothing pending in any consumer
+    # 9. nothing pending in any consumer
     infos = asyncio.run(consumers(admin_url))
     pending = {
         k: (c.num_pending, c.num_ack_pending)
@@ -935,7 +882,7 @@ def report(
         )
     )
 
-    # 5. every re-sent event was answered duplicate:true
+    # 10. every re-sent event was answered duplicate:true
     lines.append(
         (
             run.planned_dups > 0 and not run.dup_wrong,
@@ -945,7 +892,7 @@ def report(
         )
     )
 
-    # 6. every planned fault was injected and recovered from
+    # 11. every planned fault was injected and recovered from
     lines.append(
         (
             len(run.faults) == 9 and not run.fault_problems,
@@ -955,7 +902,7 @@ def report(
         )
     )
 
-    # 7. in a cluster: every stream kept three replicas and the restarted node caught up
+    # 12. in a cluster: every stream kept three replicas and the restarted node caught up
     if run.cluster:
         deadline = time.monotonic() + 30  # a restarted peer may still be catching up
         streams = asyncio.run(replication(admin_url))
@@ -974,7 +921,8 @@ def report(
     for good, name, text in lines:
         print(f"{'PASS' if good else 'FAIL'} {name}: {text}", flush=True)
     print(
-        f"INFO counts: events in {run.sends} (HTTP attempts {run.http_attempts}, refused or "
+        f"INFO counts: events in {run.sends} ({run.conversation_sends} of them conversation and "
+        f"stale-ticket webhooks; HTTP attempts {run.http_attempts}, refused or "
         f"unreachable {sum(run.send_errors.values())} {dict(run.send_errors)}); duplicates "
         f"dropped {run.dup_answers + run.first_dup} (planned {run.planned_dups}, retried sends "
         f"{run.first_dup}); redeliveries {redelivered}; decisions {dict(run.decisions)}, "

@@ -6,6 +6,8 @@ desk provision                   create or update streams and buckets (idempoten
 desk nats-config --passwords F   a nats-server authorization block, one user per service
 desk send-webhook [...]          sign and send a sample event to ingress
 desk helpdesk create [...]       add a ticket to the demo helpdesk (no webhook)
+desk helpdesk message [...]      add a message to a demo ticket, send ticket.message.created
+desk helpdesk close --ticket T   close a demo ticket, send ticket.closed
 desk inbox list|show|accept|...  work the review inbox from the terminal
 desk dlq list|show|replay        inspect and replay dead letters
 desk results tail [--all]        print result events (CloudEvents) as they arrive
@@ -25,6 +27,7 @@ import importlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -81,6 +84,19 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--subject", required=True)
     create.add_argument("--body", required=True)
     create.add_argument("--priority", default="normal", choices=["low", "normal", "high", "urgent"])
+    message = helpdesk_sub.add_parser(
+        "message", help="add a message to a ticket and send the ticket.message.created webhook"
+    )
+    message.add_argument("--ticket", required=True)
+    message.add_argument("--body", required=True)
+    message.add_argument("--author", default="customer", choices=["customer", "agent", "note"])
+    message.add_argument("--name", help="author name (default: the customer's, or the team's)")
+    message.add_argument("--no-webhook", action="store_true", help="only change the helpdesk")
+    close = helpdesk_sub.add_parser(
+        "close", help="close a ticket and send the ticket.closed webhook"
+    )
+    close.add_argument("--ticket", required=True)
+    close.add_argument("--no-webhook", action="store_true", help="only change the helpdesk")
     for name in SERVICE_SETTINGS:
         service = sub.add_parser(
             name, aliases=[name.replace("_", "-")], help=f"run the {name} service"
@@ -121,25 +137,123 @@ def _stack_nats_url() -> str:
         return settings.nats_url
 
 
-def _helpdesk_create(args: argparse.Namespace) -> int:
-    from shared.errors import TransientError
+def _helpdesk(args: argparse.Namespace) -> int:
+    """`desk helpdesk create|message|close` on the demo (sql) helpdesk."""
+    from shared.errors import PermanentError, TransientError
     from shared.settings import HelpdeskSettings
 
-    from .helpdesk import create, ensure_demo
+    from .helpdesk import ensure_demo
 
-    settings = HelpdeskSettings()
-    if settings.helpdesk_kind != "sql":
-        print("desk helpdesk: only the demo (sql) helpdesk can be written to", file=sys.stderr)
-        return 2
+    command = f"desk helpdesk {args.helpdesk_command}"
     try:
-        ensure_demo(settings.helpdesk_location())  # the demo helpdesk always has its tickets
-        ticket = create(
-            settings.helpdesk_location(), args.customer, args.subject, args.body, args.priority
-        )
-    except (ValueError, TransientError) as exc:
-        print(f"desk helpdesk create: {exc}", file=sys.stderr)
+        settings = HelpdeskSettings()
+    except ValidationError as exc:
+        print(f"{command}: {first_error(exc, 'settings')}", file=sys.stderr)
+        return 2
+    if settings.helpdesk_kind != "sql":
+        print(f"{command}: only the demo (sql) helpdesk can be written to", file=sys.stderr)
+        return 2
+    stack: tuple[str, str] | None = None
+    if args.helpdesk_command != "create" and not args.no_webhook:
+        stack = _stack_webhook(settings.var_dir.resolve())
+        if stack is None:  # before changing anything: the helpdesk and the stack stay in step
+            print(
+                f"{command}: no running stack found (start `desk up`), or pass --no-webhook",
+                file=sys.stderr,
+            )
+            return 2
+    url = settings.helpdesk_location()
+    try:
+        ensure_demo(url)  # the demo helpdesk always has its tickets
+        if args.helpdesk_command == "create":
+            return _helpdesk_create(args, url)
+        if args.helpdesk_command == "message":
+            return _helpdesk_message(args, url, stack)
+        return _helpdesk_close(args, url, stack)
+    except PermanentError as exc:  # an unknown ticket
+        print(f"{command}: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"{command}: {exc}", file=sys.stderr)
+        return 2 if args.helpdesk_command != "create" else 1
+    except TransientError as exc:
+        print(f"{command}: {exc}", file=sys.stderr)
         return 1
+
+
+def _stack_webhook(var_dir: Path) -> tuple[str, str] | None:
+    """(ingress URL, the helpdesk source's dev secret) of the running stack, if there is one."""
+    from .webhook import defaults
+
+    url, secret = defaults(var_dir, "helpdesk")
+    return (url, secret) if url and secret else None
+
+
+def _helpdesk_create(args: argparse.Namespace, url: str) -> int:
+    from .helpdesk import create
+
+    ticket = create(url, args.customer, args.subject, args.body, args.priority)
     print(f"{ticket.id} created for {ticket.customer.name} (no webhook sent)")
+    return 0
+
+
+def _helpdesk_message(args: argparse.Namespace, url: str, stack: tuple[str, str] | None) -> int:
+    from shared.source.events import message_event
+
+    from .helpdesk import add_message
+
+    ticket, message = add_message(url, args.ticket, args.body, args.author, args.name)
+    print(
+        f"{message.id} added to {ticket.id} by {message.author} {message.author_name!r}; "
+        f"the ticket is {ticket.status}" + (" (no webhook sent)" if stack is None else "")
+    )
+    if stack is None:
+        return 0
+    return _notify_stack(
+        "desk helpdesk message", stack, message_event(ticket, message, event_id=_event_id())
+    )
+
+
+def _helpdesk_close(args: argparse.Namespace, url: str, stack: tuple[str, str] | None) -> int:
+    from shared.source.events import closed_event
+
+    from .helpdesk import close
+
+    ticket = close(url, args.ticket)
+    print(f"{ticket.id} closed" + (" (no webhook sent)" if stack is None else ""))
+    if stack is None:
+        return 0
+    return _notify_stack("desk helpdesk close", stack, closed_event(ticket, event_id=_event_id()))
+
+
+def _event_id() -> str:
+    import uuid
+
+    return f"evt_{uuid.uuid4().hex[:16]}"
+
+
+def _notify_stack(command: str, stack: tuple[str, str], event: dict[str, Any]) -> int:
+    """Send `event` to the stack's ingress as the helpdesk source, signed; print the answer."""
+    from .webhook import SendError, send
+
+    url, secret = stack
+    try:
+        [(status, body)] = send(
+            url=url, source="helpdesk", secret=secret, scheme="standard", event=event, repeat=1
+        )
+    except SendError as exc:
+        print(
+            f"{command}: the helpdesk changed, but the webhook was not sent: {exc}", file=sys.stderr
+        )
+        return 1
+    line = f"{event['type']} webhook {event['id']} to {url}: {status} {body.strip()}"
+    if status != 202:
+        print(
+            f"{command}: the helpdesk changed, but ingress refused the webhook: {line}",
+            file=sys.stderr,
+        )
+        return 1
+    print(line)
     return 0
 
 
@@ -252,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == "send-webhook":
         return _send_webhook(args)
     if command == "helpdesk":
-        return _helpdesk_create(args)
+        return _helpdesk(args)
     if command == "inbox":
         return inbox.main(args, DeskSettings().var_dir.resolve())
     if command == "demo":

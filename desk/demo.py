@@ -1,9 +1,12 @@
 """`desk demo`: the scenario a newcomer runs to see the whole system work.
 
 Starts a fresh stack (embedded NATS, SQLite, the offline draft model) in its own directory,
-sends four signed ticket webhooks (T1012 twice, T1041, T1003, and T9999, which does not exist),
-works the inbox (accept T1012; feedback on T1041, then edit the redraft and send it; ignore
-T1003), prints each step and the final table, and stops the stack again.
+sends five signed ticket webhooks (T1012 twice, T1041, T1003, T1005, and T9999, which does not
+exist), works the inbox (accept T1012; feedback on T1041, then edit the redraft and send it;
+ignore T1003), then plays the conversation: the customer of T1012 writes again (round two, a new
+draft, accepted: a second reply), and an agent answers T1005 in the helpdesk while its draft
+waits (the draft is withdrawn, never sent). Prints each step and the final table, and stops
+the stack again.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from services.sender import store as outbox
 from shared import subjects
 from shared.bus import Bus
 from shared.db import database_url, make_engine
+from shared.source.events import message_event
 
+from .helpdesk import add_message
 from .inbox import Client, InboxError
 from .stack import STATE_FILE
 from .webhook import sample_event, send
@@ -85,9 +90,9 @@ def run_scenario(state: dict[str, Any], creds: dict[str, Any], var_dir: Path) ->
     secret = creds["webhook_secrets"]["helpdesk"]
     inbox = Client(state["services"]["inbox_api"]["url"], creds["reviewer_token"])
 
-    step("sending four signed ticket webhooks (T1012 twice)")
+    step("sending five signed ticket webhooks (T1012 twice)")
     answers: dict[str, list[bool]] = {}
-    for ticket, repeat in (("T1012", 2), ("T1041", 1), ("T1003", 1), ("T9999", 1)):
+    for ticket, repeat in (("T1012", 2), ("T1041", 1), ("T1003", 1), ("T1005", 1), ("T9999", 1)):
         event = sample_event("ticket.created", ticket, "normal", f"evt_demo_{ticket}")
         wait("ingress", lambda: inbox.items({}))  # the stack answers
         for status, body in send(
@@ -106,7 +111,7 @@ def run_scenario(state: dict[str, Any], creds: dict[str, Any], var_dir: Path) ->
         return found if found["status"] == status else None
 
     step("waiting for the drafts")
-    for item_id in ("T1012~v1", "T1041~v1", "T1003~v1"):
+    for item_id in ("T1012~v1", "T1041~v1", "T1003~v1", "T1005~v1"):
         drafted = wait(item_id, functools.partial(item, item_id))
         print(f"    {item_id} [{drafted['category']}] {drafted['summary']}")
 
@@ -133,6 +138,29 @@ def run_scenario(state: dict[str, Any], creds: dict[str, Any], var_dir: Path) ->
     wait("T1012 sent", lambda: item("T1012~v1", "sent"))
     wait("T1041 sent", lambda: item("T1041~v2", "sent"))
     wait("T1003 ignored", lambda: item("T1003~v1", "ignored"))
+
+    helpdesk = f"sqlite:///{(var_dir / 'helpdesk.sqlite').resolve()}"
+
+    def helpdesk_message(ticket: str, body: str, author: str) -> None:
+        changed, message = add_message(helpdesk, ticket, body, author)
+        event = message_event(changed, message, event_id=f"evt_demo_{message.id}")
+        for status, answer in send(
+            url=ingress, source="helpdesk", secret=secret, scheme="standard", event=event, repeat=1
+        ):
+            print(f"    {ticket} {author} message {message.id}: {status} {answer}")
+
+    step("the customer of T1012 writes again: round two")
+    helpdesk_message("T1012", "Thanks! Will the refund show on the same card?", "customer")
+    round_two = wait("T1012~v2", lambda: item("T1012~v2"))
+    said = [m["author"] for m in round_two.get("conversation", [])]
+    print(f"    T1012~v2 answers round {round_two['round']}; the conversation: {', '.join(said)}")
+    inbox.decide("T1012~v2", {"type": "accept", "version": round_two["version"]})
+    wait("T1012 round two sent", lambda: item("T1012~v2", "sent"))
+
+    step("an agent answers T1005 in the helpdesk while its draft waits")
+    helpdesk_message("T1005", "I have unblocked your address; please try again.", "agent")
+    withdrawn = wait("T1005 withdrawn", lambda: item("T1005~v1", "withdrawn"))
+    print(f"    T1005~v1 withdrawn: {withdrawn.get('withdrawn_reason')}")
     letters = wait(
         "T9999 dead-lettered",
         lambda: [
@@ -150,31 +178,37 @@ def run_scenario(state: dict[str, Any], creds: dict[str, Any], var_dir: Path) ->
 
     final = {
         "T1012": inbox.item("T1012~v1"),
+        "T1012/2": inbox.item("T1012~v2"),
         "T1041": inbox.item("T1041~v2"),
         "T1003": inbox.item("T1003~v1"),
+        "T1005": inbox.item("T1005~v1"),
     }
     print()
-    print(f"{'TICKET':<8} {'ITEM':<10} {'STATUS':<13} SENT TEXT")
+    print(f"{'TICKET':<10} {'ITEM':<10} {'STATUS':<13} SENT TEXT")
     for ticket, found in final.items():
-        text = (found.get("result") or {}).get("text") or ""
-        print(f"{ticket:<8} {found['id']:<10} {found['status']:<13} {' '.join(text.split())[:60]}")
+        text = (found.get("result") or {}).get("text") or found.get("withdrawn_reason") or ""
+        print(f"{ticket:<10} {found['id']:<10} {found['status']:<13} {' '.join(text.split())[:60]}")
     dead = letters[0]
     print(
-        f"{'T9999':<8} {'-':<10} {'dead letter':<13} attempts {dead['attempts']}: "
+        f"{'T9999':<10} {'-':<10} {'dead letter':<13} attempts {dead['attempts']}: "
         f"{dead['error'][:60]}"
     )
     print(
         f"\noutbox rows: {len(rows)}; reply.sent events: {sent_events}; "
         f"the duplicate T1012 webhook answered duplicate={answers['T1012'][1]}"
     )
+    keys = {r.key for r in rows if r.ticket_id == "T1012"}
     ok = (
         final["T1012"]["status"] == "sent"
+        and final["T1012/2"]["status"] == "sent"
+        and len(keys) == 2  # one reply per round
+        and final["T1005"]["status"] == "withdrawn"
         and final["T1041"]["status"] == "sent"
         and (final["T1041"].get("result") or {}).get("text") == edited
         and final["T1003"]["status"] == "ignored"
         and dead["attempts"] == 1
-        and len(rows) == 2
-        and sent_events == 2
+        and len(rows) == 3
+        and sent_events == 3
         and answers["T1012"] == [False, True]
     )
     print("demo: OK" if ok else "demo: FAILED")

@@ -1,4 +1,5 @@
-"""The demo helpdesk database, for `desk helpdesk create` and for seeding by `desk up`.
+"""The demo helpdesk database, for `desk helpdesk create|message|close` and for seeding by
+`desk up`.
 
 Synchronous, so they work from the CLI and (briefly blocking) from inside an event loop alike.
 """
@@ -7,8 +8,8 @@ from __future__ import annotations
 
 from typing import cast
 
-from shared.source import Ticket
-from shared.source.base import Priority
+from shared.source import Message, Ticket
+from shared.source.base import AuthorKind, Priority
 from shared.source.sql import SqlSource
 
 
@@ -22,6 +23,32 @@ def create(url: str, customer: str, subject: str, body: str, priority: str = "no
     try:
         source.create_tables()
         return source.create_ticket(customer, subject, body, cast(Priority, priority))
+    finally:
+        source.engine.dispose()
+
+
+def add_message(
+    url: str, ticket_id: str, body: str, author: str = "customer", name: str | None = None
+) -> tuple[Ticket, Message]:
+    """Append a message to a ticket's conversation; the ticket as it is now, and the message.
+
+    Raises `PermanentError` for an unknown ticket, `ValueError` for an empty body or unknown
+    author, `TransientError` if the database cannot be reached.
+    """
+    source = SqlSource(url)
+    try:
+        source.create_tables()
+        return source.add_message(ticket_id, body, cast(AuthorKind, author), name)
+    finally:
+        source.engine.dispose()
+
+
+def close(url: str, ticket_id: str) -> Ticket:
+    """Close a ticket (raises `PermanentError` for an unknown one)."""
+    source = SqlSource(url)
+    try:
+        source.create_tables()
+        return source.set_status(ticket_id, "closed")
     finally:
         source.engine.dispose()
 

@@ -1,10 +1,12 @@
 """`desk inbox`: the review inbox from a terminal, over the inbox API (HTTP, bearer token).
 
-desk inbox list [--status S | --all] [--category C] [--source S] [--text T]
-                [--sort oldest|newest] [--limit N] [--cursor C]
-                                    a table of items (default: waiting, oldest first)
-desk inbox show ID                  the item: fields, description, warnings, cost, draft,
-                                    earlier versions with their feedback, decisions
+desk inbox list [--status S | --all] [--priority P] [--category C] [--source S] [--text T]
+                [--sort oldest|newest|priority] [--limit N] [--cursor C]
+                                    a table of items (default: waiting, overdue first, then
+                                    oldest first)
+desk inbox show ID                  the item: the customer, the ticket, status and priority,
+                                    the conversation (what the draft answers marked), the
+                                    draft, earlier versions with their feedback, decisions
 desk inbox accept ID                send the draft as it is
 desk inbox edit ID TEXT             send TEXT instead of the drafted reply ("-": read stdin)
 desk inbox respond ID TEXT          ask for a new draft with TEXT as feedback ("-": stdin)
@@ -37,6 +39,9 @@ from .stack import STATE_FILE
 
 WIDTH = 100
 TIMEOUT = 10.0
+SORTS = ("oldest", "newest", "priority")
+PRIORITIES = ("urgent", "high", "normal", "low")
+AUTHORS = {"customer": "customer", "agent": "agent", "note": "internal note"}
 CREDENTIALS_FILE = "dev-credentials.json"
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # keeps \t and \n
 _DONE = {
@@ -87,13 +92,21 @@ def add_arguments(subparsers: Any) -> None:
     which = listing.add_mutually_exclusive_group()
     which.add_argument("--status", default="waiting", help="only this status (default waiting)")
     which.add_argument("--all", action="store_true", help="every status")
+    listing.add_argument("--priority", choices=PRIORITIES, help="only this priority")
     listing.add_argument("--category", help="only this category")
     listing.add_argument("--source", help="only items triggered by this source")
     listing.add_argument("--text", help="search summary, description and ticket id")
-    listing.add_argument("--sort", default="oldest", help="oldest (default) or newest first")
+    listing.add_argument(
+        "--sort",
+        default="oldest",
+        choices=SORTS,
+        help="oldest (default) or newest first, or by priority (urgent first)",
+    )
     listing.add_argument("--limit", type=int, default=50, help="at most N rows (default 50)")
     listing.add_argument("--cursor", help="the next page (as printed under the table)")
-    command("show", help="one item with its draft, versions and decisions").add_argument("id")
+    command(
+        "show", help="one item: customer, ticket, conversation, draft, versions, decisions"
+    ).add_argument("id")
     command("accept", help="send the draft as it is").add_argument("id")
     edit = command("edit", help="send your text instead of the drafted reply")
     edit.add_argument("id")
@@ -225,7 +238,7 @@ def _list(client: Client, args: argparse.Namespace) -> str:
     params = {"sort": args.sort, "limit": str(args.limit)}
     if not args.all and args.status:
         params["status"] = args.status
-    for name in ("category", "source", "text", "cursor"):
+    for name in ("priority", "category", "source", "text", "cursor"):
         if getattr(args, name, None):
             params[name] = getattr(args, name)
     page = client.items(params)
@@ -286,18 +299,22 @@ def age(created_at: str | None, now: dt.datetime | None = None) -> str:
 def render_table(
     items: list[dict[str, Any]], now: dt.datetime | None = None, width: int = WIDTH
 ) -> str:
-    """ID, AGE, STATUS, CATEGORY, TICKET, SUMMARY; the summary cut to fit `width` columns."""
-    header = ("ID", "AGE", "STATUS", "CATEGORY", "TICKET", "SUMMARY")
+    """ID, AGE, STATUS, PRIORITY, CATEGORY, TICKET, SUMMARY; an overdue item's summary starts
+    with `[overdue since DAY]`; the summary is cut to fit `width` columns."""
+    header = ("ID", "AGE", "STATUS", "PRIORITY", "CATEGORY", "TICKET", "SUMMARY")
     rows = [header]
     for item in items:
+        overdue = item.get("overdue_since")
+        summary = _one_line(item.get("summary"))
         rows.append(
             (
                 _one_line(item.get("id")),
                 age(item.get("created_at"), now),
                 _one_line(item.get("status")),
+                _one_line(item.get("priority")),
                 _one_line(item.get("category")),
                 _one_line(item.get("ticket_id")),
-                _one_line(item.get("summary")),
+                f"[overdue since {_one_line(overdue)}] {summary}" if overdue else summary,
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
@@ -328,13 +345,32 @@ def render_item(item: dict[str, Any], now: dt.datetime | None = None) -> str:
     ]
     created = item.get("created_at")
     waiting = item.get("status") == "waiting"
+    status = str(item.get("status")) + (f" ({item['decision']})" if item.get("decision") else "")
+    if item.get("withdrawn_reason"):
+        status += f": {item['withdrawn_reason']}"
+    customer = item.get("customer") or {}
+    ticket = " ".join(
+        str(part)
+        for part in (
+            item.get("ticket_id") or "-",
+            f"({item['ticket_status']})" if item.get("ticket_status") else "",
+            item.get("ticket_url") or "",
+        )
+        if part
+    )
     fields = [
         ("item", f"{item.get('id')}  (version {item.get('version')} of {item.get('thread')})"),
-        (
-            "status",
-            str(item.get("status")) + (f" ({item['decision']})" if item.get("decision") else ""),
+        ("status", status),
+        ("customer", _customer(customer) if customer else "-"),
+        ("ticket", ticket),
+        ("priority", item.get("priority") or "-"),
+        *([("overdue", f"since {item['overdue_since']}")] if item.get("overdue_since") else []),
+        *([("cause", item["cause"])] if item.get("cause") else []),
+        *(
+            [("round", "a follow-up: the ticket waits on the customer")]
+            if item.get("round_kind") == "followup"
+            else []
         ),
-        ("ticket", item.get("ticket_id") or "-"),
         ("category", item.get("category") or "-"),
         ("summary", item.get("summary") or "-"),
         ("trigger", " ".join(str(trigger.get(k, "")) for k in ("source", "type", "event_id"))),
@@ -343,6 +379,12 @@ def render_item(item: dict[str, Any], now: dt.datetime | None = None) -> str:
         ("you may", ", ".join(allowed) if waiting else f"nothing, it is {item.get('status')}"),
     ]
     lines = [f"{name + ':':<10}{_one_line(value)}" for name, value in fields]
+    for n in item.get("notifications") or []:
+        how = f"via {_one_line(n.get('channel') or 'log')} at {_when(n.get('at'))}"
+        if n.get("type") == "notify.sent":
+            lines.append(f"{'notified:':<10}a supervisor, {how}")
+        else:
+            lines.append(f"{'notified:':<10}FAILED to notify a supervisor, {how}")
     if item.get("result"):
         lines.append(f"{'result:':<10}{_one_line(json.dumps(item['result'], ensure_ascii=False))}")
     if item.get("warnings"):
@@ -354,6 +396,7 @@ def render_item(item: dict[str, Any], now: dt.datetime | None = None) -> str:
     if item.get("description"):
         lines.append("description:")
         lines.append(_indented(item["description"]))
+    lines.extend(_conversation(item.get("conversation") or [], item.get("round_messages") or []))
     reply = action_args.pop("reply", None)
     lines.append(f"action: {_one_line(request.get('action'))}")
     for key, value in action_args.items():
@@ -390,6 +433,29 @@ def render_item(item: dict[str, Any], now: dt.datetime | None = None) -> str:
         elif d.get("type") == "edit" and d.get("final_text"):
             lines.append(_indented(str(d["final_text"]), "    sent: "))
     return "\n".join(lines)
+
+
+def _customer(customer: dict[str, Any]) -> str:
+    name, email = customer.get("name") or "", customer.get("email") or ""
+    return f"{name} <{email}>" if name and email else name or email or "-"
+
+
+def _conversation(messages: list[dict[str, Any]], answered: list[str]) -> list[str]:
+    """The conversation, oldest first; `>` marks the messages this draft answers."""
+    if not messages:
+        return ["conversation: none recorded"]
+    count = f"{len(messages)} message{'s' if len(messages) != 1 else ''}"
+    lines = [f"conversation ({count}, newest last; > marks what this draft answers):"]
+    for m in messages:
+        mark = m.get("id") in answered
+        author = AUTHORS.get(str(m.get("author")), _one_line(m.get("author")))
+        lines.append(
+            f"{'>' if mark else ' '} {author}  {_one_line(m.get('author_name') or '-')}"
+            f"  {_when(m.get('created_at'))}" + ("  (this draft answers)" if mark else "")
+        )
+        body = str(m.get("body") or "")
+        lines.append(_indented(body, "    ") if body.strip() else "    (empty)")
+    return lines
 
 
 def _when(stamp: str | None) -> str:

@@ -45,3 +45,53 @@ def make_engine(url: str) -> Engine:
             cursor.close()
 
     return engine
+
+
+def add_missing_columns(engine: Engine, tables: list[Any]) -> list[str]:
+    """Add the nullable columns a table gained since its database was created (an inbox or an
+    outbox from an earlier release); returns `table.column` for each one added.
+
+    Only additions: a column is never dropped or changed here."""
+    from sqlalchemy import inspect, text
+
+    inspector = inspect(engine)
+    added: list[str] = []
+    with engine.begin() as connection:
+        for table in tables:
+            if not inspector.has_table(table.name):
+                continue
+            present = {c["name"] for c in inspector.get_columns(table.name)}
+            for column in table.columns:
+                if column.name in present:
+                    continue
+                kind = column.type.compile(dialect=engine.dialect)
+                default = ""
+                if not column.nullable:
+                    default = " DEFAULT " + _literal(column)
+                connection.execute(
+                    text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}{default}')
+                )
+                added.append(f"{table.name}.{column.name}")
+    return added
+
+
+def _literal(column: Any) -> str:
+    """A constant for a NOT NULL column added to rows that exist: its default, or empty."""
+    default = getattr(column.default, "arg", None)
+    if isinstance(default, bool):
+        return "TRUE" if default else "FALSE"
+    if isinstance(default, int | float):
+        return str(default)
+    if isinstance(default, str):
+        return "'" + default.replace("'", "''") + "'"
+    try:
+        python = column.type.python_type
+    except NotImplementedError:
+        python = None
+    if python in (int, float):
+        return "0"
+    if python is bool:
+        return "FALSE"
+    if python in (dict, list):
+        return "'[]'" if python is list else "'{}'"
+    return "''"

@@ -7,6 +7,7 @@ something that already arrived is dropped by the broker or refused by a unique k
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 
 
 def ingress(source: str, event_id: str) -> str:
@@ -17,16 +18,38 @@ def router(event_msg_id: str, target: str) -> str:
     return f"{event_msg_id}>{target}"
 
 
-def inbox_item(thread: str, version: int) -> str:
-    return f"inbox.item:{thread}:v{version}"
+def inbox_item(thread: str, round_id: str, version: int) -> str:
+    return f"inbox.item:{thread}:{round_id}:v{version}"
 
 
-def decision(thread: str, version: int) -> str:
-    return f"decision:{thread}:v{version}"
+def decision(thread: str, round_id: str, version: int) -> str:
+    return f"decision:{thread}:{round_id}:v{version}"
 
 
-def outbox(thread: str, action: str) -> str:
-    return f"{thread}/{action}"
+def outbox(ticket: str, round_id: str, action: str) -> str:
+    """One reply per round: a second approval in the same round hits this UNIQUE key; the
+    next round of the conversation has a key of its own."""
+    return f"{ticket}/{round_id}/{action}"
+
+
+def withdrawn(thread: str, round_id: str, version: int) -> str:
+    """A waiting draft taken back (the ticket closed, a person answered in the helpdesk)."""
+    return f"withdrawn:{thread}:{round_id}:v{version}"
+
+
+def overdue(thread: str, version: int, day: dt.date) -> str:
+    """A waiting draft marked overdue by the stale scan: once a day."""
+    return f"overdue:{thread}:v{version}:{day.isoformat()}"
+
+
+def notify(event_msg_id: str) -> str:
+    """One supervisor notification per routed event."""
+    return f"notify:{event_msg_id}"
+
+
+def mail(message_id: str) -> str:
+    """Processed-ledger key: the conversation a mail (by its Message-ID) belongs to."""
+    return "mail:" + hashlib.sha256(message_id.strip().encode()).hexdigest()[:32]
 
 
 def reconciler(event_type: str, ticket: str) -> str:

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .source.base import Customer, Message
+
 SEND_REPLY = "send_reply"
 NOTIFY_SUPERVISOR = "notify_supervisor"
 
@@ -85,6 +87,44 @@ class InboxItem(BaseModel):
     cost: Cost = Field(default_factory=Cost)
     warnings: list[str] = Field(default_factory=list)
     feedback: list[str] = Field(default_factory=list)
+    # the conversation this draft answers
+    round: str = "r1"  # the round id: the newest customer message answered, or followup-<date>
+    round_kind: Literal["answer", "followup"] = "answer"
+    round_messages: list[str] = Field(default_factory=list)  # ids of the messages answered
+    seen_through: str | None = None  # the newest message of the conversation when drafted
+    cause: str | None = None  # why this version exists: feedback, the customer wrote again, …
+    conversation: list[Message] = Field(default_factory=list)  # oldest first
+    customer: Customer | None = None
+    ticket_status: str | None = None
+    priority: str | None = None
+    in_helpdesk: bool = True  # False for a mail conversation: there is no ticket to re-read
+
+
+class Withdrawal(BaseModel):
+    """The drafter takes a waiting draft back: nobody may decide it any more."""
+
+    model_config = ConfigDict(frozen=True)
+
+    item_id: str
+    thread: str
+    round: str
+    version: int = Field(ge=1)
+    ticket_id: str | None = None
+    reason: str
+    at: dt.datetime
+
+
+class Overdue(BaseModel):
+    """The stale scan found a ticket whose draft still waits: mark it, add nothing."""
+
+    model_config = ConfigDict(frozen=True)
+
+    item_id: str
+    thread: str
+    version: int = Field(ge=1)
+    ticket_id: str | None = None
+    day: dt.date
+    at: dt.datetime
 
 
 class Decision(BaseModel):
@@ -99,7 +139,14 @@ class Decision(BaseModel):
     version: int = Field(ge=1)
     reviewer: str
     decided_at: dt.datetime
+    round: str = "r1"
 
 
 def item_id(thread: str, version: int) -> str:
+    """Versions count up across a thread's rounds, so this is unique for the whole ticket."""
     return f"{thread}~v{version}"
+
+
+# What an edit may change: the text (and the subject). The action, ticket and round come from
+# the item, so one approval can never become a message to someone else or a second message.
+EDITABLE_ARGS = frozenset({"reply", "subject"})

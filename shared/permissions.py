@@ -66,7 +66,7 @@ def service_permissions(service: str) -> Permissions:
     own: dict[str, list[str]] = {
         "ingress": ["events.>"],
         "router": ["work.>"],
-        "drafter": [subjects.INBOX_ITEM],
+        "drafter": [subjects.INBOX_ITEM, subjects.INBOX_WITHDRAWN, subjects.INBOX_OVERDUE],
         "inbox_api": [
             subjects.INBOX_DECISION,
             # replaying a dead letter republishes it where it came from

@@ -9,6 +9,10 @@ from __future__ import annotations
 REPLY_SENT = "reply.sent"
 REPLY_FAILED = "reply.failed"
 ITEM_IGNORED = "item.ignored"
+REPLY_WITHDRAWN = "reply.withdrawn"  # approved, but the ticket changed before delivery
+ITEM_WITHDRAWN = "item.withdrawn"  # a waiting draft taken back before any decision
+NOTIFY_SENT = "notify.sent"
+NOTIFY_FAILED = "notify.failed"
 REPORT_DAILY = "report.daily"
 
 SOURCE_SENDER = "/desk/sender"

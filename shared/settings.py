@@ -212,9 +212,21 @@ class InboxApiSettings(DeskSettings):
         default=False, description="send the session cookie over HTTPS only"
     )
     relay_interval: float = Field(default=5.0, gt=0, description="seconds between republish scans")
+    helpdesk_ticket_url: str | None = Field(
+        default=None,
+        description="link to a ticket in the helpdesk, a template with {ticket}",
+    )
+
+    @model_validator(mode="after")
+    def _ticket_url(self) -> InboxApiSettings:
+        if self.helpdesk_ticket_url and "{ticket}" not in self.helpdesk_ticket_url:
+            raise ValueError("DESK_HELPDESK_TICKET_URL must contain {ticket}")
+        return self
 
 
-class SenderSettings(DeskSettings):
+class SenderSettings(HelpdeskSettings):
+    """The sender re-reads each ticket from the helpdesk right before delivering a reply."""
+
     service: ClassVar[str] = "sender"
 
     channel: Literal["outbox", "webhook"] = Field(
@@ -233,6 +245,20 @@ class SenderSettings(DeskSettings):
     breaker_failure_rate: float = Field(default=0.5, gt=0, le=1)
     breaker_open_seconds: float = Field(default=30.0, gt=0)
     relay_interval: float = Field(default=1.0, gt=0, description="seconds between relay scans")
+    record_replies: bool = Field(
+        default=True,
+        description="with the outbox channel and the sql (demo) helpdesk, add each sent reply "
+        "to the ticket's conversation as an agent message",
+    )
+    # supervisor notifications (the router's `notify` target)
+    notify_webhook_url: SecretStr | None = Field(
+        default=None,
+        description="a Slack-compatible incoming webhook; unset: notifications are logged",
+    )
+    notify_connect_timeout: float = Field(default=3.0, gt=0)
+    notify_read_timeout: float = Field(default=8.0, gt=0)
+    notify_rate: float = Field(default=1.0, gt=0, description="posts per second")
+    notify_burst: int = Field(default=5, ge=1)
 
     @model_validator(mode="after")
     def _breaker(self) -> SenderSettings:

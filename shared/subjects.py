@@ -24,6 +24,8 @@ STREAM_SUBJECTS: dict[str, list[str]] = {
 
 INBOX_ITEM = "inbox.item"
 INBOX_DECISION = "inbox.decision"
+INBOX_WITHDRAWN = "inbox.withdrawn"  # the drafter takes a waiting draft back
+INBOX_OVERDUE = "inbox.overdue"  # the drafter marks a waiting draft overdue (stale scan)
 
 _TOKEN = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
 
@@ -81,8 +83,8 @@ def parse_event(subject: str) -> tuple[str, str]:
 DURABLES: dict[str, list[tuple[str, str]]] = {
     "ingress": [],
     "router": [(EVENTS, "router")],
-    "drafter": [(WORK, "drafter"), (INBOX, "drafter-decisions")],
+    "drafter": [(WORK, "drafter"), (INBOX, "drafter-decisions"), (RESULTS, "drafter-results")],
     "inbox_api": [(INBOX, "inbox_api"), (RESULTS, "inbox_api-results")],
-    "sender": [(INBOX, "sender-items"), (INBOX, "sender")],
+    "sender": [(INBOX, "sender-items"), (INBOX, "sender"), (WORK, "sender-notify")],
     "reconciler": [(RESULTS, "reconciler-replies")],
 }

@@ -1,4 +1,5 @@
-"""A real HTTP endpoint standing in for a helpdesk's reply API (the sender's webhook channel)."""
+"""A real HTTP endpoint standing in for a helpdesk's reply API (the sender's webhook channel),
+or for a Slack-compatible incoming webhook (the sender's supervisor notifications)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ class FakeChannel:
         self.requests: list[dict[str, Any]] = []
         self.script: list[tuple[str, float]] = []  # ("status", code) or ("hang", seconds)
         self.error_text = "scripted"
+        self.retry_after: str | None = None  # sent as Retry-After with each scripted status
         self.down = False
         self.server = HttpServer(
             Starlette(routes=[Route("/replies", self.reply, methods=["POST"])]), "127.0.0.1", 0
@@ -48,7 +50,10 @@ class FakeChannel:
             if kind == "hang":
                 await asyncio.sleep(value)
             else:
-                return JSONResponse({"error": self.error_text}, status_code=int(value))
+                headers = {"Retry-After": self.retry_after} if self.retry_after else None
+                return JSONResponse(
+                    {"error": self.error_text}, status_code=int(value), headers=headers
+                )
         return JSONResponse({"received": True}, status_code=200)
 
     def keys(self) -> list[str]:

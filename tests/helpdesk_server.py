@@ -1,4 +1,5 @@
-"""A small real JSON REST helpdesk (the `http` source system) serving an SqlSource's tickets."""
+"""A small real JSON REST helpdesk (the `http` source system) serving an SqlSource's tickets,
+conversations included (`shared/source/helpdesk.openapi.json` is its contract)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ TOKEN = "Bearer s3cret-token"
 
 def helpdesk_app(source: SqlSource, release: asyncio.Event) -> Starlette:
     """The tickets API in two dialects (the defaults, and other names under /v2) with an auth
-    check, plus endpoints that misbehave on purpose."""
+    check; a ticket as a helpdesk without conversations sends it (`/plain`, no `messages`) and
+    with its messages newest first (`/reversed`); plus endpoints that misbehave on purpose."""
 
     def authorised(request: Request, header: str) -> bool:
         return request.headers.get(header) == TOKEN
@@ -43,7 +45,7 @@ def helpdesk_app(source: SqlSource, release: asyncio.Event) -> Starlette:
 
         return handler
 
-    def ticket(header: str) -> Any:
+    def ticket(header: str, shape: str = "full") -> Any:
         async def handler(request: Request) -> Response:
             if not authorised(request, header):
                 return JSONResponse({"error": "unauthorised"}, status_code=401)
@@ -51,7 +53,12 @@ def helpdesk_app(source: SqlSource, release: asyncio.Event) -> Starlette:
                 found = await source.get_ticket(request.path_params["id"])
             except PermanentError:
                 return JSONResponse({"error": "not found"}, status_code=404)
-            return JSONResponse(found.model_dump(mode="json"))
+            answer = found.model_dump(mode="json")
+            if shape == "plain":
+                del answer["messages"]
+            elif shape == "reversed":
+                answer["messages"].reverse()
+            return JSONResponse(answer)
 
         return handler
 
@@ -76,6 +83,8 @@ def helpdesk_app(source: SqlSource, release: asyncio.Event) -> Starlette:
             Route("/tickets/{id}", ticket("Authorization")),
             Route("/v2/issues", tickets(*v2)),
             Route("/v2/issues/{id}/detail", ticket("X-Api-Key")),
+            Route("/plain/tickets/{id}", ticket("Authorization", "plain")),
+            Route("/reversed/tickets/{id}", ticket("Authorization", "reversed")),
             Route("/unavailable/{id}", unavailable),
             Route("/busy/{id}", busy),
             Route("/slow/{id}", slow),

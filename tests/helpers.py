@@ -41,3 +41,16 @@ async def messages(js: JetStreamContext, stream: str) -> list[RawStreamMsg]:
         except js_errors.NotFoundError:
             continue
     return [m for m in found if m.data is not None or m.headers]
+
+
+async def settled(
+    js: JetStreamContext, stream: str, durable: str, *, delivered: bool = False
+) -> bool:
+    """The durable consumer has nothing pending or unacknowledged (and, with `delivered`, has
+    delivered something); False while the service has not created it yet."""
+    try:
+        info = await js.consumer_info(stream, durable)
+    except js_errors.NotFoundError:
+        return False
+    done = info.num_pending == 0 and info.num_ack_pending == 0
+    return done and (not delivered or info.delivered.stream_seq > 0)

@@ -18,6 +18,7 @@ from shared.inbox import (
     Trigger,
     item_id,
 )
+from shared.source.base import Customer, Message
 
 
 def draft_item(
@@ -28,6 +29,11 @@ def draft_item(
     category: str = "refund",
     created_at: dt.datetime | None = None,
     feedback: list[str] | None = None,
+    round_id: str = "r1",
+    seen_through: str | None = None,
+    conversation: list[Message] | None = None,
+    priority: str | None = None,
+    cause: str | None = None,
 ) -> InboxItem:
     return InboxItem(
         action_request=ActionRequest(
@@ -45,7 +51,30 @@ def draft_item(
         created_at=created_at or dt.datetime.now(dt.UTC),
         cost=Cost(input_tokens=120, output_tokens=60, usd=0.0001),
         feedback=feedback or [],
+        round=round_id,
+        seen_through=seen_through,
+        conversation=conversation or [],
+        round_messages=[m.id for m in conversation or [] if m.id == round_id],
+        customer=Customer(id="C1", name="Jane Doe", email="jane.doe@example.com"),
+        ticket_status="open",
+        priority=priority,
+        cause=cause,
     )
+
+
+def conversation(ticket: str, *said: tuple[str, str]) -> list[Message]:
+    """Messages `(author, body)` of a ticket, oldest first, ids `<ticket>-m<n>`."""
+    start = dt.datetime(2026, 11, 30, 9, tzinfo=dt.UTC)
+    return [
+        Message(
+            id=f"{ticket}-m{n}",
+            author=author,  # type: ignore[arg-type]
+            author_name="Jane Doe" if author == "customer" else "Sam from Support",
+            body=body,
+            created_at=start + dt.timedelta(minutes=10 * n),
+        )
+        for n, (author, body) in enumerate(said, start=1)
+    ]
 
 
 def notify_item(thread: str) -> InboxItem:
@@ -67,7 +96,7 @@ def notify_item(thread: str) -> InboxItem:
 
 
 async def publish_item(bus: Bus, item: InboxItem) -> None:
-    msg_id = ids.inbox_item(item.thread, item.version)
+    msg_id = ids.inbox_item(item.thread, item.round, item.version)
     envelope = Envelope(
         id=msg_id,
         source="/desk/drafter",
@@ -99,6 +128,7 @@ async def publish_decision(
         version=item.version,
         reviewer=reviewer,
         decided_at=dt.datetime.now(dt.UTC),
+        round=item.round,
     )
     envelope = Envelope(
         source="/desk/inbox_api",
@@ -108,5 +138,5 @@ async def publish_decision(
     await bus.publish(
         subjects.INBOX_DECISION,
         envelope.to_bytes(),
-        msg_id=msg_id or ids.decision(item.thread, item.version),
+        msg_id=msg_id or ids.decision(item.thread, item.round, item.version),
     )

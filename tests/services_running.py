@@ -30,7 +30,7 @@ class ServiceProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, ready: bool = True, timeout: float = 20.0) -> ServiceProcess:
+    def start(self, ready: bool = True, timeout: float = 60.0) -> ServiceProcess:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "desk", *self.args],

@@ -1,20 +1,29 @@
 """The drafter's two handlers: a work item starts or continues a thread; a decision resumes it.
 
-Per thread, one worker at a time (a lease in the processed-ledger); what the thread already
-did is read from its checkpoint first, so a duplicate event, a second event for the same
-ticket, or a redelivery after a crash never drafts twice:
+A thread is a ticket's conversation. Per thread, one worker at a time (a lease in the
+processed-ledger); what the thread already did is read from its checkpoint, and the ticket as it
+is now from the helpdesk, so a duplicate event, a second event for the same round, or a
+redelivery after a crash never drafts twice, and a new customer message always gets its round:
 
-| thread state              | work item                      | decision                    |
-|---------------------------|--------------------------------|-----------------------------|
-| none                      | start                          | refuse (not waiting)        |
-| waiting for review        | re-emit the current item       | resume (if version current) |
-| failed or killed mid-way  | resume from the failed node    | resume from the failed node |
-| finished (has an outcome) | start again only if newer      | refuse (not waiting)        |
-| started, nothing done yet | start                          | refuse (not waiting)        |
+| thread state              | work item (any ticket event)                                |
+|---------------------------|-------------------------------------------------------------|
+| none                      | start: draft the open round (none open: nothing to do)     |
+| waiting for review        | closed or answered in the helpdesk → withdraw the draft;    |
+|                           | the customer wrote again → redraft the round (new version); |
+|                           | a stale reminder → mark the draft overdue; else re-emit it  |
+| failed or killed mid-way  | resume from the failed node, then look again                |
+| finished                  | a new open round → start it; a stale reminder on a ticket   |
+|                           | waiting on the customer → one follow-up a day; else nothing |
+
+A decision resumes a waiting thread if it is on the current version; anything else is refused.
+An approved reply the sender withdrew because the customer wrote again before it went out
+(`reply.withdrawn`) did not answer its round: the round's messages count as unanswered again,
+so the next draft answers them too.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 from typing import Any
@@ -24,14 +33,16 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from pydantic import ValidationError
 
+from shared import conversation, ids, subjects
 from shared import headers as h
-from shared import ids, subjects
 from shared.bus import Bus
 from shared.consumer import Delivery
 from shared.envelope import Envelope
-from shared.errors import BusinessReject, PermanentError
-from shared.inbox import Decision, InboxItem
+from shared.errors import BusinessReject, PermanentError, TransientError
+from shared.inbox import Decision, InboxItem, Overdue, Withdrawal
 from shared.ledger import Ledger
+from shared.results import REPLY_WITHDRAWN
+from shared.source.base import Ticket
 
 from . import metrics, threads
 from .graph import Deps
@@ -39,6 +50,7 @@ from .graph import Deps
 log = logging.getLogger(__name__)
 
 SOURCE = "/desk/drafter"
+REDRAFT_AFTER_WITHDRAWAL = "the approved reply was withdrawn: the customer wrote again"
 
 
 class Drafter:
@@ -64,29 +76,171 @@ class Drafter:
 
     async def on_work(self, delivery: Delivery[Envelope]) -> None:
         work = threads.work_for(delivery.body)
+        if work.kind == "mail":
+            work = await self._mail_thread(work)
         started = time.monotonic()
         config = self.config(work.thread)
         async with self.ledger.lease(
             f"thread:{work.thread}", ttl=self.lease_ttl, wait=self.lease_wait
         ):
             state = await self.graph.aget_state(config)
-            if state.interrupts:
-                await self._emit(InboxItem.model_validate(state.interrupts[0].value))
-                metrics.OUTCOMES.labels("duplicate").inc()
-                return
-            finished = bool(state.values.get("outcome"))
-            if state.next:
+            if state.next and not state.interrupts:
                 await self._run(None, config)  # resume from the node that failed
-            elif finished and not threads.newer(work.version, state.values.get("handled_version")):
-                metrics.OUTCOMES.labels("duplicate").inc()
-                raise BusinessReject(
-                    f"thread {work.thread} already handled this ticket version", outcome="duplicate"
+                await self._after(config)
+                state = await self.graph.aget_state(config)
+            if state.interrupts:
+                await self._waiting(
+                    work, config, InboxItem.model_validate(state.interrupts[0].value)
                 )
+            elif state.values.get("outcome") or state.values.get("round") is not None:
+                await self._finished(work, config, state.values)
             else:
-                # a new thread, a newer ticket version, or a start killed before its first step
-                await self._run(work.start(), config)
-            await self._after(config)
+                # a new thread, or a start killed before its first step
+                plan = None
+                if work.kind == "stale" and work.day is not None:  # first heard of by a reminder
+                    ticket = await self._ticket(work, None)
+                    plan = self._reminder(ticket, {}, work.day)
+                await self._run(work.start(plan), config)
+                await self._after(config)
         metrics.DRAFT_SECONDS.observe(time.monotonic() - started)
+
+    async def on_result(self, delivery: Delivery[Envelope]) -> None:
+        """`reply.withdrawn`: the customer wrote again before an approved reply went out."""
+        data = delivery.body.data
+        if delivery.body.type != REPLY_WITHDRAWN or not isinstance(data, dict):
+            return
+        if data.get("reason") != conversation.REASONS["customer_wrote"]:
+            return  # closed, or a person answered: nothing of ours is owed
+        thread, withdrawn_round = str(data.get("thread") or ""), str(data.get("round") or "")
+        if not thread or not withdrawn_round:
+            return
+        config = self.config(thread)
+        async with self.ledger.lease(f"thread:{thread}", ttl=self.lease_ttl, wait=self.lease_wait):
+            state = await self.graph.aget_state(config)
+            values = state.values
+            before = (values.get("covered_before") or {}).get(withdrawn_round, "?")
+            if before == "?":
+                return  # not a round this thread drafted (or drafted before rounds were kept)
+            trigger = {"source": "sender", "type": REPLY_WITHDRAWN, "event_id": delivery.body.id}
+            if state.interrupts:
+                item = InboxItem.model_validate(state.interrupts[0].value)
+                if withdrawn_round in item.round_messages or item.round == withdrawn_round:
+                    return  # the waiting draft answers those messages already
+                resume = {"type": "refresh", "cause": REDRAFT_AFTER_WITHDRAWAL}
+                update = {"covered": before, "trigger": trigger}
+                await self._run(Command(resume=resume, update=update), config)
+                await self._after(config)
+            elif state.next:
+                raise TransientError(f"thread {thread} is mid-run; looking again later")
+            elif values.get("round") == withdrawn_round and values.get("ticket_id"):
+                work = threads.Work(thread, str(values["ticket_id"]), None, trigger, None)
+                start = {**work.start(), "covered": before, "cause": REDRAFT_AFTER_WITHDRAWAL}
+                await self._run(start, config)
+                await self._after(config)
+
+    async def _waiting(self, work: threads.Work, config: RunnableConfig, item: InboxItem) -> None:
+        """A ticket event while a draft waits for a reviewer."""
+        ticket = await self._ticket(work, item)
+        change = conversation.change_since(ticket, item.seen_through)
+        if change in ("closed", "answered"):
+            reason = conversation.REASONS[change]
+            resume = {"type": "withdraw", "reason": reason}
+            await self._run(Command(resume=resume, update=self._news(work)), config)
+            await self._withdraw(item, reason)
+            metrics.OUTCOMES.labels("withdrawn").inc()
+            if change == "answered":  # the customer may have written after that answer
+                values = (await self.graph.aget_state(config)).values
+                found = conversation.open_round(ticket, covered=values.get("covered"))
+                if found is not None and found.id != values.get("round"):
+                    await self._run(work.start(), config)
+                    await self._after(config)
+            return
+        if change == "customer_wrote":
+            cause = conversation.REASONS[change]
+            resume = {"type": "refresh", "cause": cause}
+            await self._run(Command(resume=resume, update=self._news(work)), config)
+            await self._after(config)
+            return
+        if work.kind == "stale" and work.day is not None:
+            await self._overdue(item, work.day)
+            metrics.OUTCOMES.labels("overdue").inc()
+            return
+        await self._emit(item)  # a duplicate or a redelivery: make sure the item is out
+        metrics.OUTCOMES.labels("duplicate").inc()
+
+    async def _finished(
+        self, work: threads.Work, config: RunnableConfig, values: dict[str, Any]
+    ) -> None:
+        """A ticket event on a thread whose last round is closed (or had nothing to answer)."""
+        ticket = await self._ticket(work, None, values.get("ticket"))
+        if ticket.status == "closed":
+            metrics.OUTCOMES.labels("closed").inc()
+            raise BusinessReject("the ticket is closed: no draft", outcome="closed")
+        found = conversation.open_round(ticket, covered=values.get("covered"))
+        if found is not None and found.id != values.get("round"):
+            await self._run(work.start(), config)  # the customer wrote: the next round
+            await self._after(config)
+            return
+        if work.kind == "stale" and work.day is not None:
+            plan = self._reminder(ticket, values, work.day)
+            if plan is not None:
+                await self._run(work.start(plan), config)
+                await self._after(config)
+                return
+        metrics.OUTCOMES.labels("duplicate").inc()
+        raise BusinessReject(f"thread {work.thread} has nothing new to answer", outcome="duplicate")
+
+    @staticmethod
+    def _news(work: threads.Work) -> dict[str, Any]:
+        """What the event that moved a waiting thread on brings into its state."""
+        update: dict[str, Any] = {"trigger": work.trigger}
+        if work.inline_ticket is not None:
+            update["inline_ticket"] = work.inline_ticket
+        return update
+
+    @staticmethod
+    def _reminder(ticket: Ticket, values: dict[str, Any], day: Any) -> dict[str, Any] | None:
+        """What a stale reminder drafts on a finished thread, if anything: one follow-up a day
+        on a ticket waiting on the customer; the round again if its draft was ignored."""
+        followup = conversation.followup_round(day)
+        if values.get("round") == followup:
+            return None  # today's follow-up exists already
+        replied = values.get("outcome") in ("accepted", "edited")
+        if conversation.waiting_on_customer(ticket) or (
+            replied and conversation.open_round(ticket, covered=values.get("covered")) is None
+        ):
+            return {"kind": "followup", "id": followup}
+        if values.get("outcome") in ("ignored", "acknowledged", "quiet", ""):
+            return {"kind": "reminder"}
+        return None
+
+    async def _ticket(
+        self, work: threads.Work, item: InboxItem | None, earlier: Any = None
+    ) -> Ticket:
+        """The ticket as it is now: from the helpdesk, or a mail conversation as it stands."""
+        if work.inline_ticket is not None:
+            base = Ticket.model_validate(work.inline_ticket)
+            history = item.conversation if item is not None else None
+            if history is None and isinstance(earlier, dict):
+                history = Ticket.model_validate(earlier).messages
+            known = {m.id for m in history or []}
+            messages = [*(history or []), *(m for m in base.messages if m.id not in known)]
+            return base.model_copy(update={"messages": messages})
+        return await self.deps.source.get_ticket(work.ticket_id)
+
+    async def _mail_thread(self, work: threads.Work) -> threads.Work:
+        """A reply mail joins the conversation of the mail it answers; every mail's Message-ID
+        is remembered with its conversation (first writer wins, so replicas agree)."""
+        assert work.mail_id is not None
+        thread = work.thread
+        for parent in work.mail_parents:
+            known = await self.ledger.get(ids.mail(parent))
+            if known:
+                thread = known.decode()
+                break
+        if not await self.ledger.claim(ids.mail(work.mail_id), thread.encode()):
+            thread = (await self.ledger.get(ids.mail(work.mail_id)) or thread.encode()).decode()
+        return work if thread == work.thread else work.in_thread(thread)
 
     async def on_decision(self, delivery: Delivery[Envelope]) -> None:
         try:
@@ -137,10 +291,56 @@ class Drafter:
         metrics.OUTCOMES.labels(outcome).inc()
         if outcome == "closed":
             raise BusinessReject("the ticket is closed: no draft", outcome="closed")
+        if outcome == "quiet":
+            raise BusinessReject("nothing in the conversation waits for a reply", outcome="quiet")
         log.info("thread finished: %s", outcome, extra={"thread_id": state.values.get("thread")})
 
+    async def _withdraw(self, item: InboxItem, reason: str) -> None:
+        withdrawal = Withdrawal(
+            item_id=item.id,
+            thread=item.thread,
+            round=item.round,
+            version=item.version,
+            ticket_id=item.ticket_id,
+            reason=reason,
+            at=dt.datetime.now(dt.UTC),
+        )
+        msg_id = ids.withdrawn(item.thread, item.round, item.version)
+        await self._notice(
+            subjects.INBOX_WITHDRAWN, msg_id, item, withdrawal.model_dump(mode="json")
+        )
+        log.info("draft %s withdrawn: %s", item.id, reason)
+
+    async def _overdue(self, item: InboxItem, day: dt.date) -> None:
+        overdue = Overdue(
+            item_id=item.id,
+            thread=item.thread,
+            version=item.version,
+            ticket_id=item.ticket_id,
+            day=day,
+            at=dt.datetime.now(dt.UTC),
+        )
+        msg_id = ids.overdue(item.thread, item.version, day)
+        await self._notice(subjects.INBOX_OVERDUE, msg_id, item, overdue.model_dump(mode="json"))
+
+    async def _notice(self, subject: str, msg_id: str, item: InboxItem, data: Any) -> None:
+        envelope = Envelope(
+            id=msg_id,
+            source=SOURCE,
+            type=subject,
+            subject=item.thread,
+            correlationid=item.trigger.event_id,
+            data=data,
+        )
+        await self.bus.publish(
+            subject,
+            envelope.to_bytes(),
+            msg_id=msg_id,
+            headers={h.CORRELATION_ID: item.trigger.event_id},
+        )
+
     async def _emit(self, item: InboxItem) -> None:
-        msg_id = ids.inbox_item(item.thread, item.version)
+        msg_id = ids.inbox_item(item.thread, item.round, item.version)
         envelope = Envelope(
             id=msg_id,
             source=SOURCE,

@@ -8,6 +8,7 @@ import logging
 from shared import subjects
 from shared.consumer import Consumer
 from shared.ledger import Ledger
+from shared.results import REPLY_WITHDRAWN
 from shared.service import Service
 from shared.settings import DrafterSettings
 from shared.source.configured import open_configured
@@ -70,6 +71,15 @@ async def run(settings: DrafterSettings) -> None:
                 stream=subjects.INBOX,
                 subjects=(subjects.INBOX_DECISION,),
                 handler=drafter.on_decision,
+                **options,
+            )
+        )
+        await svc.consume(  # an approved reply withdrawn: its round is owed an answer again
+            Consumer(
+                name=subjects.DURABLES["drafter"][2][1],
+                stream=subjects.RESULTS,
+                subjects=(subjects.result(REPLY_WITHDRAWN),),
+                handler=drafter.on_result,
                 **options,
             )
         )

@@ -139,7 +139,15 @@ def compose(prompt: str) -> dict[str, str]:
     name = str(ticket.get("customer") or "").split(" ")[0] or "there"
     category = classify(f"{subject}\n{body}")
     feedback = _section(prompt, FEEDBACK_HEADER)
-    if _CJK.search(body + subject):
+    if ticket.get("followup") and not _CJK.search(body + subject):
+        paragraphs = [
+            f"Hi {name},",
+            f"We are following up on your request about {' '.join(subject.split())}. "
+            "Has our last reply solved it, or is there anything else we can do for you?",
+        ]
+        paragraphs += [_sentence(f) for f in feedback]
+        paragraphs.append("Best regards,\nThe Support Team")
+    elif _CJK.search(body + subject):
         paragraphs = [
             f"{name}，您好：",
             "感谢您的来信。我们已将您的问题转交给相关团队处理，处理结果将通过电子邮件通知您。",
@@ -148,6 +156,14 @@ def compose(prompt: str) -> dict[str, str]:
         paragraphs.append("此致\n客服团队")
     else:
         paragraphs = [f"Hi {name},", _TEMPLATES[category]]
+        earlier = ticket.get("conversation") or []
+        if any(isinstance(m, dict) and m.get("from") == "agent" for m in earlier):
+            # a later round: answer what the customer just wrote, not the ticket all over again
+            paragraphs[1] = (
+                "Thank you for getting back to us about "
+                f"{' '.join(subject.split())}. We have noted what you wrote and will follow up "
+                "on it in this conversation."
+            )
         paragraphs += [_sentence(f) for f in feedback]
         paragraphs.append("Best regards,\nThe Support Team")
     summary = f"{category.capitalize()}: {' '.join(subject.split())}"[:120]

@@ -1,22 +1,28 @@
 """From a work item to the thread it belongs to (pure; no I/O).
 
-Different events about the same ticket meet in one thread (the ticket id); a stale reminder
-has its own thread per day (`<ticket>:<date>`); a mail is its own "ticket" (`mail-<hash>`).
+Every event about a ticket meets in one thread, the ticket id: a new message, a close, a stale
+reminder and a redelivery all land where the conversation is. A mail is a conversation of its
+own (`mail-<hash>` of the first mail's Message-ID); a reply mail (In-Reply-To / References)
+joins the conversation of the mail it answers, which the handler looks up in the ledger.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from dataclasses import dataclass
-from typing import Any
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from shared.envelope import Envelope
 from shared.errors import PermanentError
-from shared.source.events import parse_version, ticket_ref
+from shared.source.events import ticket_ref
 
 STALE = "ticket.stale"
 MAIL = "email.received"
+CLOSED = "ticket.closed"
+
+Kind = Literal["ticket", "stale", "mail"]
 
 
 @dataclass(frozen=True)
@@ -26,8 +32,12 @@ class Work:
     inline_ticket: dict[str, Any] | None
     trigger: dict[str, str]
     version: dt.datetime | None
+    kind: Kind = "ticket"
+    day: dt.date | None = None  # a stale reminder's day
+    mail_id: str | None = None  # a mail's own Message-ID
+    mail_parents: tuple[str, ...] = field(default=())  # the Message-IDs it answers, nearest first
 
-    def start(self) -> dict[str, Any]:
+    def start(self, plan: dict[str, Any] | None = None) -> dict[str, Any]:
         """The input that starts a new round on this thread."""
         return {
             "thread": self.thread,
@@ -35,11 +45,30 @@ class Work:
             "inline_ticket": self.inline_ticket,
             "trigger": self.trigger,
             "event_version": self.version.isoformat() if self.version else None,
+            "plan": plan or {"kind": "answer"},
             "feedback": [],
             "warnings": [],
             "decision": {},
             "outcome": "",
+            "cause": None,
+            "withdrawn": "",
         }
+
+    def in_thread(self, thread: str) -> Work:
+        """The same mail, joined to an earlier mail's conversation."""
+        assert self.inline_ticket is not None
+        ticket = {**self.inline_ticket, "id": thread}
+        return Work(
+            thread,
+            thread,
+            ticket,
+            self.trigger,
+            self.version,
+            self.kind,
+            self.day,
+            self.mail_id,
+            self.mail_parents,
+        )
 
 
 def work_for(envelope: Envelope) -> Work:
@@ -50,19 +79,10 @@ def work_for(envelope: Envelope) -> Work:
     ref = ticket_ref(body)
     if ref is None or not ref.ticket_id:
         raise PermanentError(f"{envelope.type} event names no ticket")
-    thread = ref.ticket_id
     if envelope.type == STALE:
         day = _day(body) or envelope.time.date()
-        thread = f"{ref.ticket_id}:{day.isoformat()}"
-    return Work(thread, ref.ticket_id, None, trigger, ref.version)
-
-
-def newer(event: dt.datetime | None, handled: str | None) -> bool:
-    """Whether an event should start a new round on a thread that already finished one."""
-    handled_at = parse_version(handled)
-    if event is None or handled_at is None:
-        return False
-    return event > handled_at
+        return Work(ref.ticket_id, ref.ticket_id, None, trigger, ref.version, "stale", day)
+    return Work(ref.ticket_id, ref.ticket_id, None, trigger, ref.version)
 
 
 def _day(body: Any) -> dt.date | None:
@@ -74,15 +94,45 @@ def _day(body: Any) -> dt.date | None:
         return None
 
 
+_ANGLE_ID = re.compile(r"<([^<>\s]+)>")
+
+
+def message_ids(value: Any) -> list[str]:
+    """Message-IDs in a header value (`<a@x> <b@y>`, or one bare id), in order."""
+    if not isinstance(value, str) or not value.strip():
+        return []
+    found = _ANGLE_ID.findall(value)
+    return found or [value.strip().strip("<>").strip()]
+
+
+def _header(body: dict[str, Any], name: str) -> Any:
+    """A mail header from the event: a top-level field (`InReplyTo`), or Postmark's `Headers`
+    list of `{Name, Value}`."""
+    compact = name.replace("-", "")
+    if body.get(compact):
+        return body[compact]
+    for entry in body.get("Headers") or []:
+        if isinstance(entry, dict) and str(entry.get("Name", "")).lower() == name.lower():
+            return entry.get("Value")
+    return None
+
+
+def mail_thread(message_id: str) -> str:
+    return "mail-" + hashlib.sha256(message_id.encode()).hexdigest()[:16]
+
+
 def _mail(envelope: Envelope, body: Any, trigger: dict[str, str]) -> Work:
     if not isinstance(body, dict) or not body.get("MessageID"):
         raise PermanentError("email.received event without a MessageID")
-    digest = hashlib.sha256(str(body["MessageID"]).encode()).hexdigest()[:16]
+    own = str(body["MessageID"]).strip().strip("<>").strip()
+    parents = [*message_ids(_header(body, "In-Reply-To"))]
+    parents += reversed(message_ids(_header(body, "References")))
+    parents = [p for p in dict.fromkeys(parents) if p and p != own]
     sender = str(body.get("From", ""))
     name = sender.split("<")[0].strip().strip('"') or sender
     address = sender.split("<")[-1].rstrip(">").strip()
     received = envelope.time.isoformat()
-    thread = f"mail-{digest}"
+    thread = mail_thread(own)
     ticket: dict[str, Any] = {
         "id": thread,
         "customer": {"id": address, "name": name, "email": address},
@@ -92,5 +142,14 @@ def _mail(envelope: Envelope, body: Any, trigger: dict[str, str]) -> Work:
         "priority": "normal",
         "created_at": received,
         "updated_at": received,
+        "messages": [
+            {
+                "id": "m" + hashlib.sha256(own.encode()).hexdigest()[:16],
+                "author": "customer",
+                "author_name": name,
+                "body": str(body.get("TextBody", "")),
+                "created_at": received,
+            }
+        ],
     }
-    return Work(thread, thread, ticket, trigger, envelope.time)
+    return Work(thread, thread, ticket, trigger, envelope.time, "mail", None, own, tuple(parents))

@@ -11,6 +11,7 @@ import json
 import logging
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import quote
 
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
@@ -39,6 +40,13 @@ SOURCE = "/desk/inbox_api"
 class Inbox:
     engine: Engine
     reviewers: Reviewers
+    ticket_url: str | None = None  # DESK_HELPDESK_TICKET_URL, a template with {ticket}
+
+    def link(self, ticket_id: str | None) -> str | None:
+        """The ticket in the helpdesk, when a link template is configured."""
+        if not self.ticket_url or not ticket_id:
+            return None
+        return self.ticket_url.replace("{ticket}", quote(ticket_id, safe=""))
 
 
 def error(status: int, message: str, **extra: Any) -> JSONResponse:
@@ -68,7 +76,7 @@ async def publish_decision(bus: Bus | None, engine: Engine, decision: Decision) 
     """Publish a recorded decision; False leaves it for the relay to publish later."""
     if bus is None or not bus.connected:
         return False
-    msg_id = ids.decision(decision.thread, decision.version)
+    msg_id = ids.decision(decision.thread, decision.round, decision.version)
     envelope = Envelope(
         id=msg_id,
         source=SOURCE,
@@ -100,8 +108,11 @@ async def list_items(request: Request) -> Response:
     if status is not None and status not in store.STATUSES:
         return error(422, f"status must be one of {', '.join(store.STATUSES)}")
     sort = q.get("sort", "oldest")
-    if sort not in ("oldest", "newest"):
-        return error(422, "sort must be oldest or newest")
+    if sort not in ("oldest", "newest", "priority"):
+        return error(422, "sort must be oldest, newest or priority")
+    priority = q.get("priority") or None
+    if priority is not None and priority not in store.PRIORITIES:
+        return error(422, f"priority must be one of {', '.join(store.PRIORITIES)}")
     try:
         limit = int(q.get("limit", "50"))
     except ValueError:
@@ -116,6 +127,7 @@ async def list_items(request: Request) -> Response:
             category=q.get("category") or None,
             source=q.get("source") or None,
             text=q.get("text") or None,
+            priority=priority,
             sort=sort,  # type: ignore[arg-type]
             cursor=q.get("cursor") or None,
             limit=limit,
@@ -134,6 +146,7 @@ async def get_item(request: Request) -> Response:
     )
     if item is None:
         return error(404, "no such item")
+    item["ticket_url"] = _inbox(request).link(item.get("ticket_id"))
     return JSONResponse(item)
 
 

@@ -10,12 +10,21 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
+from shared import subjects
 from shared.bus import Bus
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import PermanentError, TransientError
-from shared.inbox import InboxItem
-from shared.results import ITEM_IGNORED, REPLY_FAILED, REPLY_SENT
+from shared.inbox import InboxItem, Overdue, Withdrawal
+from shared.results import (
+    ITEM_IGNORED,
+    ITEM_WITHDRAWN,
+    NOTIFY_FAILED,
+    NOTIFY_SENT,
+    REPLY_FAILED,
+    REPLY_SENT,
+    REPLY_WITHDRAWN,
+)
 
 from . import store
 from .api import publish_decision
@@ -27,6 +36,15 @@ class Projection:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
+    async def on_message(self, delivery: Delivery[Envelope]) -> None:
+        """What the drafter publishes to the inbox, told apart by the subject it arrived on."""
+        if delivery.subject == subjects.INBOX_WITHDRAWN:
+            await self.on_withdrawn(delivery)
+        elif delivery.subject == subjects.INBOX_OVERDUE:
+            await self.on_overdue(delivery)
+        else:
+            await self.on_item(delivery)
+
     async def on_item(self, delivery: Delivery[Envelope]) -> None:
         try:
             item = InboxItem.model_validate(delivery.body.data)
@@ -35,8 +53,32 @@ class Projection:
         if await asyncio.to_thread(store.project, self.engine, item):
             log.info("item %s is in the inbox", item.id)
 
+    async def on_withdrawn(self, delivery: Delivery[Envelope]) -> None:
+        try:
+            notice = Withdrawal.model_validate(delivery.body.data)
+        except ValidationError as exc:
+            raise PermanentError(f"not a withdrawal: {exc.errors()[0]['msg']}") from None
+        if not await asyncio.to_thread(store.withdraw, self.engine, notice):
+            raise TransientError(f"item {notice.item_id} not projected yet")
+        log.info("item %s withdrawn: %s", notice.item_id, notice.reason)
 
-RESULT_STATUS = {REPLY_SENT: "sent", REPLY_FAILED: "failed", ITEM_IGNORED: "ignored"}
+    async def on_overdue(self, delivery: Delivery[Envelope]) -> None:
+        try:
+            notice = Overdue.model_validate(delivery.body.data)
+        except ValidationError as exc:
+            raise PermanentError(f"not an overdue notice: {exc.errors()[0]['msg']}") from None
+        if not await asyncio.to_thread(store.mark_overdue, self.engine, notice):
+            raise TransientError(f"item {notice.item_id} not projected yet")
+
+
+RESULT_STATUS = {
+    REPLY_SENT: "sent",
+    REPLY_FAILED: "failed",
+    REPLY_WITHDRAWN: "withdrawn",
+    ITEM_IGNORED: "ignored",
+    ITEM_WITHDRAWN: "withdrawn",
+}
+NOTIFICATIONS = (NOTIFY_SENT, NOTIFY_FAILED)
 
 
 class Results:
@@ -46,8 +88,13 @@ class Results:
         self.engine = engine
 
     async def on_result(self, delivery: Delivery[Envelope]) -> None:
-        status = RESULT_STATUS.get(delivery.body.type)
         data = delivery.body.data
+        if delivery.body.type in NOTIFICATIONS and isinstance(data, dict):
+            await asyncio.to_thread(
+                store.record_notification, self.engine, delivery.body.id, delivery.body.type, data
+            )
+            return
+        status = RESULT_STATUS.get(delivery.body.type)
         if status is None or not isinstance(data, dict) or not data.get("item_id"):
             return  # other result types (reports) are not about one item
         result = {"type": delivery.body.type, "id": delivery.body.id, **data}

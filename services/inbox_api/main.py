@@ -26,7 +26,7 @@ async def run(settings: InboxApiSettings) -> None:
     engine = make_engine(database_url(settings.database_url, settings.var_dir, "inbox"))
     await asyncio.to_thread(store.create_tables, engine)
     reviewers = Reviewers.load(settings.reviewers, settings.var_dir)
-    inbox = Inbox(engine, reviewers)
+    inbox = Inbox(engine, reviewers, settings.helpdesk_ticket_url)
     secret = settings.session_secret.get_secret_value() if settings.session_secret else None
     stop_metrics = asyncio.Event()  # waiting count and oldest age, refreshed off the event loop
     metering = asyncio.create_task(
@@ -45,8 +45,12 @@ async def run(settings: InboxApiSettings) -> None:
                     Consumer(
                         name=subjects.DURABLES["inbox_api"][0][1],
                         stream=subjects.INBOX,
-                        subjects=(subjects.INBOX_ITEM,),
-                        handler=projection.on_item,
+                        subjects=(
+                            subjects.INBOX_ITEM,
+                            subjects.INBOX_WITHDRAWN,
+                            subjects.INBOX_OVERDUE,
+                        ),
+                        handler=projection.on_message,
                         **settings.consumer_options(),
                     )
                 )

@@ -6,7 +6,7 @@ import functools
 from typing import Any
 
 from .schemas import DecisionRequest
-from .store import STATUSES
+from .store import PRIORITIES, STATUSES
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
@@ -56,6 +56,37 @@ def document() -> dict[str, Any]:
             "status": {"enum": list(STATUSES)},
             "action_request": {"type": "object"},
             "config": {"type": "object"},
+            "round": {"type": ["string", "null"]},
+            "round_kind": {"type": ["string", "null"], "enum": ["answer", "followup", None]},
+            "cause": {"type": ["string", "null"]},
+            "priority": {"type": ["string", "null"]},
+            "ticket_status": {"type": ["string", "null"]},
+            "customer": {
+                "type": ["object", "null"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "name": {"type": "string"},
+                    "email": {"type": "string"},
+                },
+            },
+            "round_messages": {"type": "array", "items": {"type": "string"}},
+            "overdue_since": {"type": ["string", "null"], "format": "date"},
+            "withdrawn_reason": {"type": ["string", "null"]},
+            "conversation": {
+                "type": "array",
+                "description": "the ticket's messages, oldest first (item detail only)",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "author": {"enum": ["customer", "agent", "note"]},
+                        "author_name": {"type": "string"},
+                        "body": {"type": "string"},
+                        "created_at": {"type": "string", "format": "date-time"},
+                    },
+                },
+            },
+            "ticket_url": {"type": ["string", "null"]},
         },
     }
     query = [
@@ -63,7 +94,8 @@ def document() -> dict[str, Any]:
         {"name": "category", "in": "query", "schema": {"type": "string"}},
         {"name": "source", "in": "query", "schema": {"type": "string"}},
         {"name": "text", "in": "query", "schema": {"type": "string"}},
-        {"name": "sort", "in": "query", "schema": {"enum": ["oldest", "newest"]}},
+        {"name": "priority", "in": "query", "schema": {"enum": list(PRIORITIES)}},
+        {"name": "sort", "in": "query", "schema": {"enum": ["oldest", "newest", "priority"]}},
         {"name": "cursor", "in": "query", "schema": {"type": "string"}},
         {
             "name": "limit",

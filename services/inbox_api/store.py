@@ -13,17 +13,39 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import JSON, Column, DateTime, UniqueConstraint, func, or_
+from sqlalchemy import JSON, Column, DateTime, UniqueConstraint, case, func, or_
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, select
 
-from shared.inbox import ActionRequest, Decision, InboxItem, InterruptConfig
+from shared.db import add_missing_columns
+from shared.inbox import (
+    EDITABLE_ARGS,
+    ActionRequest,
+    Decision,
+    InboxItem,
+    InterruptConfig,
+    Overdue,
+    Withdrawal,
+)
 
 from . import metrics
 
-Status = Literal["waiting", "decided", "ignored", "sent", "failed", "superseded"]
-STATUSES: tuple[str, ...] = ("waiting", "decided", "ignored", "sent", "failed", "superseded")
+Status = Literal[
+    "waiting", "redrafting", "sending", "sent", "failed", "withdrawn", "ignored", "superseded"
+]
+STATUSES: tuple[str, ...] = (
+    "waiting",  # a reviewer's turn
+    "redrafting",  # feedback given: the next version is being drafted
+    "sending",  # accepted or edited: the sender is at work
+    "sent",
+    "failed",
+    "withdrawn",  # the ticket closed, a person answered, or the customer wrote before delivery
+    "ignored",
+    "superseded",  # a newer version of the same conversation replaced it
+)
+OPEN_STATUSES = ("waiting", "redrafting", "sending")
+PRIORITIES = ("urgent", "high", "normal", "low")
 
 
 def _now() -> dt.datetime:
@@ -61,6 +83,19 @@ class ItemRow(SQLModel, table=True):
     result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), index=True))
     updated_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+    # the conversation (nullable: rows from before conversations keep working)
+    round: str | None = None
+    round_kind: str | None = None
+    cause: str | None = None
+    priority: str | None = Field(default=None, index=True)
+    ticket_status: str | None = None
+    customer: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    conversation: list[dict[str, Any]] | None = Field(
+        default=None, sa_column=Column(JSON, nullable=True)
+    )
+    round_messages: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    overdue_since: dt.date | None = None
+    withdrawn_reason: str | None = None
 
 
 class DecisionRow(SQLModel, table=True):
@@ -82,6 +117,19 @@ class DecisionRow(SQLModel, table=True):
     final_text: str | None = None
     feedback: str | None = None
     published: bool = Field(default=False, index=True)
+    round: str | None = None
+
+
+class NotificationRow(SQLModel, table=True):
+    """A supervisor notified about a ticket (notify.sent / notify.failed), shown on its items."""
+
+    __tablename__ = "inbox_notifications"
+
+    id: str = Field(primary_key=True)  # the result event id
+    ticket_id: str = Field(index=True)
+    type: str
+    channel: str | None = None
+    at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
 
 
 class NotFound(LookupError):
@@ -102,8 +150,12 @@ class Reviewer:
     role: Literal["reviewer", "viewer"]
 
 
+TABLES = [ItemRow.__table__, DecisionRow.__table__, NotificationRow.__table__]  # type: ignore[attr-defined]
+
+
 def create_tables(engine: Engine) -> None:
-    SQLModel.metadata.create_all(engine, tables=[ItemRow.__table__, DecisionRow.__table__])  # type: ignore[attr-defined]
+    SQLModel.metadata.create_all(engine, tables=TABLES)
+    add_missing_columns(engine, TABLES)
 
 
 # -- projection --------------------------------------------------------------------------------
@@ -137,6 +189,14 @@ def project(engine: Engine, item: InboxItem) -> bool:
                 feedback=list(item.feedback),
                 created_at=item.created_at,
                 updated_at=now,
+                round=item.round,
+                round_kind=item.round_kind,
+                cause=item.cause,
+                priority=item.priority,
+                ticket_status=item.ticket_status,
+                customer=item.customer.model_dump(mode="json") if item.customer else None,
+                conversation=[m.model_dump(mode="json") for m in item.conversation],
+                round_messages=list(item.round_messages),
             )
         )
         try:
@@ -163,10 +223,7 @@ def supersede_older(engine: Engine, thread: str) -> None:
             select(ItemRow).where(
                 ItemRow.thread == thread,
                 ItemRow.version < newest,
-                or_(
-                    col(ItemRow.status) == "waiting",
-                    (col(ItemRow.status) == "decided") & (col(ItemRow.decision) == "response"),
-                ),
+                col(ItemRow.status).in_(("waiting", "redrafting")),
             )
         ).all()
         for old in older:
@@ -177,35 +234,104 @@ def supersede_older(engine: Engine, thread: str) -> None:
 
 
 def set_result(engine: Engine, item_id: str, status: str, result: dict[str, Any]) -> bool:
-    """Record what became of a decided item (sent, failed, ignored); False if unknown."""
+    """Record what became of an item (sent, failed, ignored, withdrawn); False if unknown.
+
+    A final status stays final: a late `item.withdrawn` never turns a sent reply back."""
     with Session(engine, expire_on_commit=False) as session:
         row = session.get(ItemRow, item_id)
         if row is None:
             return False
         if row.status == status and row.result == result:
             return True
+        if row.status in ("sent", "failed") and status != row.status:
+            return True
         row.status = status
         row.result = result
+        if status == "withdrawn":
+            row.withdrawn_reason = str(result.get("reason") or "") or row.withdrawn_reason
         row.updated_at = _now()
         session.add(row)
         session.commit()
         return True
 
 
+def withdraw(engine: Engine, notice: Withdrawal) -> bool:
+    """The drafter took a waiting draft back: nobody may decide it; False if not projected."""
+    with Session(engine, expire_on_commit=False) as session:
+        row = session.get(ItemRow, notice.item_id)
+        if row is None:
+            return False
+        if row.status in ("waiting", "redrafting"):
+            row.status = "withdrawn"
+            row.withdrawn_reason = notice.reason
+            row.updated_at = _now()
+            session.add(row)
+            session.commit()
+        return True
+
+
+def mark_overdue(engine: Engine, notice: Overdue) -> bool:
+    """The stale scan found this draft still waiting; False if not projected yet."""
+    with Session(engine, expire_on_commit=False) as session:
+        row = session.get(ItemRow, notice.item_id)
+        if row is None:
+            return False
+        if row.overdue_since is None:
+            row.overdue_since = notice.day
+            row.updated_at = _now()
+            session.add(row)
+            session.commit()
+        return True
+
+
+def record_notification(engine: Engine, result_id: str, kind: str, data: dict[str, Any]) -> None:
+    ticket = str(data.get("ticket_id") or "")
+    if not ticket:
+        return
+    with Session(engine, expire_on_commit=False) as session:
+        if session.get(NotificationRow, result_id) is not None:
+            return
+        session.add(
+            NotificationRow(
+                id=result_id, ticket_id=ticket, type=kind, channel=data.get("channel"), at=_now()
+            )
+        )
+        try:
+            session.commit()
+        except IntegrityError:
+            session.rollback()
+
+
 # -- decisions ---------------------------------------------------------------------------------
 
 
 def _edited_request(row: ItemRow, args: Any) -> ActionRequest:
-    """Accept an Agent Inbox ActionRequest, a partial args object, or plain text."""
+    """Accept an Agent Inbox ActionRequest, a partial args object, or plain text.
+
+    An edit changes the text (and the subject), never the target: the action and every other
+    argument (the ticket) come from the item; trying to change them is refused (422)."""
     current = ActionRequest.model_validate(row.action_request)
     if isinstance(args, dict) and isinstance(args.get("args"), dict):
-        edited = ActionRequest(action=str(args.get("action") or current.action), args=args["args"])
-        return ActionRequest(action=edited.action, args={**current.args, **edited.args})
-    if isinstance(args, dict):
-        return ActionRequest(action=current.action, args={**current.args, **args})
-    if isinstance(args, str):
-        return ActionRequest(action=current.action, args={**current.args, "reply": args})
-    raise Invalid("an edit needs the edited action request (or the edited reply)")
+        action = args.get("action")
+        if action not in (None, "", current.action):
+            raise Invalid(f"an edit cannot change the action ({current.action})")
+        changes = args["args"]
+    elif isinstance(args, dict):
+        changes = args
+    elif isinstance(args, str):
+        changes = {"reply": args}
+    else:
+        raise Invalid("an edit needs the edited action request (or the edited reply)")
+    for name, value in changes.items():
+        if name in EDITABLE_ARGS:
+            if not isinstance(value, str):
+                raise Invalid(f"{name} must be text")
+            continue
+        if name not in current.args or current.args[name] != value:
+            raise Invalid(
+                f"an edit may change only {' and '.join(sorted(EDITABLE_ARGS))}, not {name}"
+            )
+    return ActionRequest(action=current.action, args={**current.args, **changes})
 
 
 def decide(
@@ -223,7 +349,13 @@ def decide(
                 select(func.max(ItemRow.version)).where(ItemRow.thread == row.thread)
             ).one()
             if row.status == "superseded" and latest:
-                raise Conflict(f"v{row.version} was superseded by v{latest}")
+                newer = session.exec(
+                    select(ItemRow).where(ItemRow.thread == row.thread, ItemRow.version == latest)
+                ).first()
+                why = f" ({newer.cause})" if newer is not None and newer.cause else ""
+                raise Conflict(f"v{row.version} was superseded by v{latest}{why}")
+            if row.status == "withdrawn":
+                raise Conflict(f"this draft was withdrawn: {row.withdrawn_reason or 'no reason'}")
             raise Conflict(f"this item is {row.status}, not waiting for a decision")
         config = InterruptConfig.model_validate(row.config)
         if not config.allows(kind):  # type: ignore[arg-type]
@@ -260,9 +392,10 @@ def decide(
                 model_draft=draft,
                 final_text=final_text,
                 feedback=feedback,
+                round=row.round,
             )
         )
-        row.status = "ignored" if kind == "ignore" else "decided"
+        row.status = {"ignore": "ignored", "response": "redrafting"}.get(kind, "sending")
         row.decision = kind
         row.updated_at = decided_at
         session.add(row)
@@ -280,6 +413,7 @@ def decide(
             version=row.version,
             reviewer=reviewer.name,
             decided_at=decided_at,
+            round=row.round or "r1",
         )
 
 
@@ -312,6 +446,7 @@ def unpublished(engine: Engine, older_than: float) -> list[Decision]:
                 version=r.version,
                 reviewer=r.reviewer,
                 decided_at=_utc(r.decided_at),  # type: ignore[arg-type]
+                round=r.round or "r1",
             )
             for r in rows
         ]
@@ -344,7 +479,23 @@ def item_json(row: ItemRow) -> dict[str, Any]:
         "result": row.result,
         "created_at": _utc(row.created_at).isoformat(),  # type: ignore[union-attr]
         "updated_at": _utc(row.updated_at).isoformat(),  # type: ignore[union-attr]
+        "round": row.round,
+        "round_kind": row.round_kind,
+        "cause": row.cause,
+        "priority": row.priority,
+        "ticket_status": row.ticket_status,
+        "customer": row.customer,
+        "round_messages": row.round_messages or [],
+        "overdue_since": row.overdue_since.isoformat() if row.overdue_since else None,
+        "withdrawn_reason": row.withdrawn_reason,
     }
+
+
+def detail_json(row: ItemRow) -> dict[str, Any]:
+    """One item with its whole conversation (the list leaves the conversation out)."""
+    detail = item_json(row)
+    detail["conversation"] = row.conversation or []
+    return detail
 
 
 def decision_json(row: DecisionRow) -> dict[str, Any]:
@@ -384,13 +535,53 @@ def list_items(
     category: str | None = None,
     source: str | None = None,
     text: str | None = None,
-    sort: Literal["oldest", "newest"] = "oldest",
+    priority: str | None = None,
+    sort: Literal["oldest", "newest", "priority"] = "oldest",
     cursor: str | None = None,
     limit: int = 50,
 ) -> tuple[list[dict[str, Any]], str | None]:
-    query = select(ItemRow)
+    """Items, overdue ones first; then by age (or by priority, urgent first, then age)."""
+    if sort == "priority":
+        return _by_priority(engine, status, category, source, text, priority, cursor, limit)
+    # two sections, each paged by (created_at, id): overdue items, then the rest; a cursor
+    # into the overdue section says so ("o:"), and its last page runs on into the rest
+    if cursor == "r:":  # the rest, from its start
+        cursor = ""
+    overdue_cursor = cursor[2:] if cursor and cursor.startswith("o:") else None
+    base = _filtered(select(ItemRow), status, category, source, text, priority)
+    found: list[dict[str, Any]] = []
+    if cursor is None or (cursor and overdue_cursor is not None):
+        overdue = base.where(col(ItemRow.overdue_since).is_not(None))
+        found, after = _plain_list(engine, overdue, sort, overdue_cursor or None, limit)
+        if after is not None:
+            return found, "o:" + after
+        cursor = None
+    rest = base.where(col(ItemRow.overdue_since).is_(None))
+    more, next_cursor = _plain_list(engine, rest, sort, cursor, limit - len(found))
+    if limit - len(found) <= 0:  # the overdue section filled this page exactly
+        return found, _first_cursor(engine, rest)
+    return found + more, next_cursor
+
+
+def _first_cursor(engine: Engine, query: Any) -> str | None:
+    """A cursor that starts a section at its beginning, if the section has anything."""
+    with Session(engine, expire_on_commit=False) as session:
+        exists = session.exec(query.limit(1)).first()
+    return "r:" if exists is not None else None
+
+
+def _filtered(
+    query: Any,
+    status: str | None,
+    category: str | None,
+    source: str | None,
+    text: str | None,
+    priority: str | None,
+) -> Any:
     if status:
         query = query.where(ItemRow.status == status)
+    if priority:
+        query = query.where(ItemRow.priority == priority)
     if category:
         query = query.where(ItemRow.category == category)
     if source:
@@ -404,6 +595,14 @@ def list_items(
                 func.lower(func.coalesce(ItemRow.ticket_id, "")).like(pattern),
             )
         )
+    return query
+
+
+def _plain_list(
+    engine: Engine, query: Any, sort: str, cursor: str | None, limit: int
+) -> tuple[list[dict[str, Any]], str | None]:
+    if limit <= 0:
+        return [], None
     created, ident = col(ItemRow.created_at), col(ItemRow.id)
     if cursor:
         after_time, after_id = decode_cursor(cursor)
@@ -424,6 +623,42 @@ def list_items(
     return [item_json(r) for r in rows], next_cursor
 
 
+def _by_priority(
+    engine: Engine,
+    status: str | None,
+    category: str | None,
+    source: str | None,
+    text: str | None,
+    priority: str | None,
+    cursor: str | None,
+    limit: int,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Urgent first (overdue first within each priority), then oldest first; offset paging."""
+    try:
+        offset = int(cursor[2:]) if cursor and cursor.startswith("p:") else 0
+    except ValueError:
+        raise Invalid("cursor is not one this API gave out") from None
+    if cursor and not cursor.startswith("p:"):
+        raise Invalid("cursor is not one this API gave out")
+    rank = case(
+        {p: i for i, p in enumerate(PRIORITIES)},
+        value=col(ItemRow.priority),
+        else_=len(PRIORITIES),
+    )
+    query = _filtered(select(ItemRow), status, category, source, text, priority)
+    query = query.order_by(
+        rank,
+        col(ItemRow.overdue_since).is_(None),
+        col(ItemRow.created_at),
+        col(ItemRow.id),
+    )
+    with Session(engine, expire_on_commit=False) as session:
+        rows = session.exec(query.offset(offset).limit(limit + 1)).all()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return [item_json(r) for r in rows], f"p:{offset + limit}" if more else None
+
+
 def get_item(engine: Engine, item_id: str) -> dict[str, Any] | None:
     with Session(engine, expire_on_commit=False) as session:
         row = session.get(ItemRow, item_id)
@@ -437,12 +672,23 @@ def get_item(engine: Engine, item_id: str) -> dict[str, Any] | None:
             .where(DecisionRow.thread == row.thread)
             .order_by(col(DecisionRow.id))
         ).all()
-        detail = item_json(row)
+        notified = (
+            session.exec(
+                select(NotificationRow)
+                .where(NotificationRow.ticket_id == row.ticket_id)
+                .order_by(col(NotificationRow.at))
+            ).all()
+            if row.ticket_id
+            else []
+        )
+        detail = detail_json(row)
         detail["versions"] = [
             {
                 "id": v.id,
                 "version": v.version,
                 "status": v.status,
+                "round": v.round,
+                "cause": v.cause,
                 "reply": v.action_request.get("args", {}).get("reply"),
                 "feedback": v.feedback,
                 "created_at": _utc(v.created_at).isoformat(),  # type: ignore[union-attr]
@@ -450,6 +696,14 @@ def get_item(engine: Engine, item_id: str) -> dict[str, Any] | None:
             for v in versions
         ]
         detail["decisions"] = [decision_json(d) for d in decisions]
+        detail["notifications"] = [
+            {
+                "type": n.type,
+                "channel": n.channel,
+                "at": _utc(n.at).isoformat(),  # type: ignore[union-attr]
+            }
+            for n in notified
+        ]
         return detail
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import difflib
 import hashlib
 import hmac
 import json
@@ -35,6 +34,7 @@ from shared.inbox import InterruptConfig
 
 from . import store
 from .api import Inbox, publish_decision
+from .render import age, changes, diff, fold, utc, when
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +42,23 @@ SESSION_SECONDS = 8 * 3600
 MAX_FORM_BYTES = 256 * 1024
 MAX_TEXT = 20_000
 PAGE_SIZE = 50
+SORTS = ("oldest", "newest", "priority")
 KINDS = ("accept", "edit", "response", "ignore")
 DONE = {
     "accept": "Accepted",
     "edit": "Edited reply approved",
     "response": "Feedback sent; a new draft will follow",
     "ignore": "Ignored",
+}
+STATE = {  # what each status means, in the reviewer's words
+    "waiting": "Waiting for a reviewer.",
+    "redrafting": "Feedback given: the next version is being drafted.",
+    "sending": "Approved: the sender is delivering it. Not sent yet.",
+    "sent": "Sent to the customer.",
+    "failed": "Sending failed.",
+    "withdrawn": "Withdrawn: nothing will be sent.",
+    "ignored": "Ignored: nothing was sent.",
+    "superseded": "Replaced by a newer version.",
 }
 
 templates = Jinja2Templates(
@@ -56,68 +67,13 @@ templates = Jinja2Templates(
         autoescape=True,
     )
 )
-
-Op = Literal["equal", "insert", "delete"]
-_TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
-
-
-# -- pure helpers --------------------------------------------------------------------------------
-
-
-def age(created: dt.datetime, now: dt.datetime) -> str:
-    """How long an item has waited, the way a person says it: "3 min", "2 h", "4 d"."""
-    seconds = max(0, int((now - created).total_seconds()))
-    if seconds < 60:
-        return "< 1 min"
-    if seconds < 3600:
-        return f"{seconds // 60} min"
-    if seconds < 86400:
-        return f"{seconds // 3600} h"
-    return f"{seconds // 86400} d"
-
-
-def diff(before: str, after: str) -> list[tuple[Op, str]]:
-    """The insertions and deletions that turn `before` into `after`: by line, then by word
-    inside the lines that changed. Adjacent pieces of the same kind are merged."""
-    out: list[tuple[Op, str]] = []
-
-    def add(op: Op, text: str) -> None:
-        if not text:
-            return
-        if out and out[-1][0] == op:
-            out[-1] = (op, out[-1][1] + text)
-        else:
-            out.append((op, text))
-
-    a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        old, new = "".join(a[i1:i2]), "".join(b[j1:j2])
-        if tag == "equal":
-            add("equal", old)
-        elif tag == "replace":
-            x, y = _TOKEN.findall(old), _TOKEN.findall(new)
-            words = difflib.SequenceMatcher(None, x, y, autojunk=False)
-            for op, k1, k2, m1, m2 in words.get_opcodes():
-                if op == "equal":
-                    add("equal", "".join(x[k1:k2]))
-                else:
-                    add("delete", "".join(x[k1:k2]))
-                    add("insert", "".join(y[m1:m2]))
-        else:
-            add("delete", old)
-            add("insert", new)
-    return out
+templates.env.filters["utc"] = utc
 
 
 def version_stamp(stats: dict[str, Any]) -> str:
     """Changes whenever any item arrives or changes status (every change moves a count)."""
     counts = json.dumps(stats["by_status"], sort_keys=True).encode()
     return hashlib.sha256(counts).hexdigest()[:16]
-
-
-def _when(stamp: str) -> dt.datetime:
-    value = dt.datetime.fromisoformat(stamp)
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 
 def _item_url(item_id: str) -> str:
@@ -213,6 +169,18 @@ def _allowed(item: dict[str, Any], who: store.Reviewer) -> dict[str, bool]:
     return {kind: can and config.allows(kind) for kind in KINDS}  # type: ignore[arg-type]
 
 
+def _previous(item: dict[str, Any], versions: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The version this one replaces, when comparing their replies says what changed: the
+    one before it in the same round, or one it superseded (a reply already sent is history)."""
+    before = [v for v in versions if v["version"] < item["version"]]
+    if not before or not isinstance(before[-1].get("reply"), str):
+        return None
+    last = before[-1]
+    if last["round"] == item["round"] or last["status"] in ("superseded", "redrafting"):
+        return last
+    return None
+
+
 def _draft(item: dict[str, Any]) -> str:
     reply = (item["action_request"].get("args") or {}).get("reply")
     return reply if isinstance(reply, str) else ""
@@ -266,8 +234,13 @@ async def inbox_page(request: Request) -> Response:
     if status != "all" and status not in store.STATUSES:
         return _error(request, 422, "Unknown status", f"Pick one of {', '.join(store.STATUSES)}.")
     sort = q.get("sort") or "oldest"
-    if sort not in ("oldest", "newest"):
-        return _error(request, 422, "Unknown order", "Sort by oldest or newest.")
+    if sort not in SORTS:
+        return _error(request, 422, "Unknown order", "Sort by oldest, newest or priority.")
+    priority = q.get("priority") or ""
+    if priority and priority not in store.PRIORITIES:
+        return _error(
+            request, 422, "Unknown priority", f"Pick one of {', '.join(store.PRIORITIES)}."
+        )
     category = (q.get("category") or "").strip()[:100]
     text = (q.get("text") or "").strip()[:200]
     engine = _inbox(request).engine
@@ -279,6 +252,7 @@ async def inbox_page(request: Request) -> Response:
             status=None if status == "all" else status,
             category=category or None,
             text=text or None,
+            priority=priority or None,
             sort=sort,  # type: ignore[arg-type]
             cursor=q.get("cursor") or None,
             limit=PAGE_SIZE,
@@ -287,10 +261,10 @@ async def inbox_page(request: Request) -> Response:
         return _error(request, 422, "Bad page link", str(exc))
     now = dt.datetime.now(dt.UTC)
     rows = [
-        {**item, "age": age(_when(item["created_at"]), now), "url": _item_url(item["id"])}
+        {**item, "age": age(when(item["created_at"]), now), "url": _item_url(item["id"])}
         for item in items
     ]
-    kept = {"category": category, "text": text, "sort": sort}
+    kept = {"priority": priority, "category": category, "text": text, "sort": sort}
     tabs = [
         {
             "name": name,
@@ -306,6 +280,8 @@ async def inbox_page(request: Request) -> Response:
         "tabs": tabs,
         "status": status,
         "sort": sort,
+        "priority": priority,
+        "priorities": store.PRIORITIES,
         "category": category,
         "text": text,
         "categories": sorted(c for c in stats["by_category"] if c != "none"),
@@ -338,14 +314,39 @@ async def item_page(request: Request) -> Response:
     args = item["action_request"].get("args") or {}
     versions = [{**v, "url": _item_url(v["id"])} for v in item["versions"]]
     latest = versions[-1] if versions else None
+    allowed = _allowed(item, who)
+    reply = _draft(item)
+    earlier, recent = fold(item.get("conversation") or [], item.get("round_messages") or [])
+    previous = _previous(item, versions)
+    lines = await asyncio.to_thread(changes, previous["reply"] or "", reply) if previous else []
+    rewritten = bool(lines) and all(kind in ("removed", "added") for kind, _ in lines)
+    result = item.get("result") or {}
     context = {
         "item": item,
         "url": _item_url(item["id"]),
-        "reply": _draft(item),
+        "reply": reply,
+        "rows": min(30, max(8, reply.count("\n") + 3)),
+        "editing": request.query_params.get("edit") == "1" and allowed["edit"],
         "subject": args.get("subject") if isinstance(args.get("subject"), str) else None,
         "other_args": {k: v for k, v in args.items() if k not in ("reply", "subject")},
-        "age": age(_when(item["created_at"]), dt.datetime.now(dt.UTC)),
-        "allowed": _allowed(item, who),
+        "age": age(when(item["created_at"]), dt.datetime.now(dt.UTC)),
+        "allowed": allowed,
+        "state": STATE.get(item["status"], item["status"]),
+        "error": result.get("error") if item["status"] == "failed" else None,
+        "customer": item.get("customer") or {},
+        "ticket_url": _inbox(request).link(item.get("ticket_id")),
+        "notified": [n for n in item.get("notifications") or [] if n["type"] == "notify.sent"],
+        "not_notified": [
+            n for n in item.get("notifications") or [] if n["type"] == "notify.failed"
+        ],
+        "messages": len(earlier) + len(recent),
+        "earlier_messages": earlier,
+        "recent_messages": recent,
+        "answered": [m for m in recent if m["answered"]],
+        "previous": previous,
+        # a rewrite has no line in common: the new text is above, show only what went
+        "changes": [line for line in lines if line[0] == "removed"] if rewritten else lines,
+        "rewritten": rewritten,
         "earlier": [v for v in versions if v["version"] != item["version"]],
         "latest": latest if latest and latest["version"] > item["version"] else None,
     }

@@ -60,6 +60,9 @@ def to_event(raw: bytes) -> dict[str, Any]:
         "Subject": str(message.get("Subject", "")),
         "Date": str(message.get("Date", "")),
         "TextBody": text,
+        # a reply names the mail(s) it answers: it joins that conversation
+        "InReplyTo": str(message.get("In-Reply-To", "")).strip(),
+        "References": str(message.get("References", "")).strip(),
     }
 
 

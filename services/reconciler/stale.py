@@ -1,5 +1,9 @@
-"""The stale-ticket scan: open tickets untouched for `stale_days` with no reply sent get a
-`ticket.stale` event, at most once per ticket per day however often the scan runs."""
+"""The stale-ticket scan: open tickets untouched for `stale_days` get a `ticket.stale` event, at
+most once per ticket per day however often the scan runs.
+
+The drafter decides what a reminder means for the conversation: a draft still waiting is
+marked overdue (no second item); a ticket waiting on the customer gets one follow-up draft a
+day; an unanswered round gets its draft."""
 
 from __future__ import annotations
 
@@ -37,8 +41,6 @@ async def stale_scan(
         page = await source.list_tickets(cursor=page_cursor, limit=page_size)
         for ticket in page.tickets:
             if ticket.status == "closed" or ticket.updated_at > cutoff:
-                continue
-            if await ledger.seen(ids.replied(ticket.id)):
                 continue
             key = ids.stale(ticket.id, today)
             if not await ledger.claim(key):  # already reminded today (this or another replica)

@@ -1,7 +1,13 @@
 """The sender's handlers: remember items; turn accept/edit decisions into one outbox row each.
 
-Every decision handler opens with its guard: the outbox key's UNIQUE constraint. A second
-decision, a redelivery or a replay for the same key writes nothing and reports already_sent.
+Every decision handler opens with its guard: the outbox key's UNIQUE constraint, one key per
+round of a conversation (`<ticket>/<round>/<action>`). A second decision, a redelivery or a
+replay for the same round writes nothing and reports already_sent; the next round has its own.
+
+Right before a reply leaves (each attempt whose request has not gone out yet), the ticket is
+read again: closed, answered by a person in the helpdesk, or written to again by the customer
+since the draft was made → nothing is sent, and `reply.withdrawn` says why. Every approved
+round ends in exactly one of `reply.sent`, `reply.withdrawn`, `reply.failed`.
 """
 
 from __future__ import annotations
@@ -14,14 +20,23 @@ from prometheus_client import Counter
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
-from shared import ids
+from shared import conversation, ids, subjects
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError
-from shared.inbox import ActionRequest, Decision, InboxItem
+from shared.inbox import EDITABLE_ARGS, ActionRequest, Decision, InboxItem, Withdrawal
 from shared.ledger import Ledger
 from shared.logging import redact
-from shared.results import ITEM_IGNORED, REPLY_FAILED, REPLY_SENT, event_id
+from shared.results import (
+    ITEM_IGNORED,
+    ITEM_WITHDRAWN,
+    REPLY_FAILED,
+    REPLY_SENT,
+    REPLY_WITHDRAWN,
+    event_id,
+)
+from shared.source import SourceSystem
+from shared.source.base import ReplyRecorder
 
 from . import store
 from .channel import WebhookChannel
@@ -52,6 +67,7 @@ def _reply_data(row: store.OutboxRow) -> dict[str, Any]:
         "outbox_key": row.key,
         "item_id": row.item_id,
         "thread": row.thread,
+        "round": row.round,
         "version": row.version,
         "ticket_id": row.ticket_id,
         "action": row.action,
@@ -71,15 +87,24 @@ class Sender:
         relay: Relay,
         channel: WebhookChannel | None,
         ledger: Ledger,
+        source: SourceSystem | None,
         *,
         max_deliver: int,
         lease_ttl: float,
         lease_wait: float,
+        record_replies: bool = True,
     ) -> None:
         self.engine = engine
         self.relay = relay
         self.channel = channel
         self.ledger = ledger
+        self.source = source  # None: no fresh-state check (tests of the outbox alone)
+        # the outbox is the send and the helpdesk is ours (the demo): the reply joins the ticket
+        self.recorder = (
+            source
+            if record_replies and channel is None and isinstance(source, ReplyRecorder)
+            else None
+        )
         self.max_deliver = max_deliver
         self.lease_ttl = lease_ttl
         self.lease_wait = lease_wait
@@ -93,6 +118,9 @@ class Sender:
             item = InboxItem.model_validate(delivery.body.data)
         except ValidationError as exc:
             raise PermanentError(f"not an inbox item: {exc.errors()[0]['msg']}") from None
+        answering = next(
+            (m for m in reversed(item.conversation) if m.id in set(item.round_messages)), None
+        )
         row = store.ItemRow(
             item_id=item.id,
             thread=item.thread,
@@ -100,8 +128,51 @@ class Sender:
             ticket_id=item.ticket_id,
             action=item.action_request.action,
             args=item.action_request.args,
+            round=item.round,
+            seen_through=item.seen_through,
+            in_helpdesk=item.in_helpdesk,
+            recipient=(
+                {"name": item.customer.name, "email": item.customer.email}
+                if item.customer
+                else None
+            ),
+            in_reply_to=(
+                {"message_id": answering.id, "excerpt": _excerpt(answering.body)}
+                if answering
+                else None
+            ),
         )
         await asyncio.to_thread(store.see_item, self.engine, row)
+
+    async def on_message(self, delivery: Delivery[Envelope]) -> None:
+        """Items and withdrawals, told apart by the subject they arrived on."""
+        if delivery.subject == subjects.INBOX_WITHDRAWN:
+            await self.on_withdrawn(delivery)
+        else:
+            await self.on_item(delivery)
+
+    async def on_withdrawn(self, delivery: Delivery[Envelope]) -> None:
+        """The drafter took a waiting draft back: publish `item.withdrawn`, once."""
+        try:
+            notice = Withdrawal.model_validate(delivery.body.data)
+        except ValidationError as exc:
+            raise PermanentError(f"not a withdrawal: {exc.errors()[0]['msg']}") from None
+        result = _result(
+            ITEM_WITHDRAWN,
+            notice.item_id,
+            notice.ticket_id or notice.thread,
+            {
+                "item_id": notice.item_id,
+                "thread": notice.thread,
+                "round": notice.round,
+                "version": notice.version,
+                "ticket_id": notice.ticket_id,
+                "reason": notice.reason,
+            },
+        )
+        await asyncio.to_thread(store.record, self.engine, None, result)
+        OUTCOMES.labels("item_withdrawn").inc()
+        self.relay.wake()
 
     async def on_decision(self, delivery: Delivery[Envelope]) -> None:
         try:
@@ -110,7 +181,11 @@ class Sender:
             raise PermanentError(f"not a decision: {exc.errors()[0]['msg']}") from None
         if decision.type == "response":
             return  # feedback goes back to the drafter; nothing leaves the building
-        current = await asyncio.to_thread(store.current_version, self.engine, decision.thread)
+        # a newer version of the same round (a redraft) replaces this one; a newer round is the
+        # fresh-state check's to judge (the customer wrote again → withdrawn)
+        current = await asyncio.to_thread(
+            store.current_version, self.engine, decision.thread, decision.round
+        )
         if current is not None and decision.version < current:
             OUTCOMES.labels("superseded").inc()
             raise BusinessReject(
@@ -141,19 +216,21 @@ class Sender:
             raise TransientError(f"item {decision.item_id} not seen yet")
         request = ActionRequest(action=item.action, args=item.args)
         if decision.type == "edit":
-            request = ActionRequest.model_validate(decision.args)
+            request = _edited(request, decision.args)
         text = str(request.args.get("reply") or "").strip()
         if not text:
             raise PermanentError("the decision leaves nothing to send")
-        key = ids.outbox(decision.thread, request.action)
+        # the key comes from the item (its ticket, round and action), never from the edit
+        key = ids.outbox(item.ticket_id or item.thread, item.round or "r1", item.action)
         outbox_only = self.channel is None
+        subject = request.args.get("subject")
         row = store.OutboxRow(
             key=key,
             item_id=decision.item_id,
             thread=decision.thread,
             version=decision.version,
             ticket_id=item.ticket_id,
-            action=request.action,
+            action=item.action,
             final_text=text,
             model_draft=str(item.args.get("reply") or "") or None,
             decision_type=decision.type,
@@ -162,32 +239,105 @@ class Sender:
             delivery="delivered" if outbox_only else "pending",
             created_at=store.now(),
             delivered_at=store.now() if outbox_only else None,
+            round=item.round,
+            subject=str(subject) if subject is not None else None,
+            recipient=item.recipient,
+            in_reply_to=item.in_reply_to,
         )
-        result = _result(REPLY_SENT, key, item.ticket_id, _reply_data(row)) if outbox_only else None
         # One worker per key at a time (across replicas): a redelivery waits for a delivery in
         # flight instead of starting a second one; the UNIQUE key stops a second row.
         async with self.ledger.lease(f"outbox:{key}", ttl=self.lease_ttl, wait=self.lease_wait):
-            await self._write_and_deliver(row, result, attempt)
+            if outbox_only:  # the commit is the delivery: check the ticket right before it
+                existing = await asyncio.to_thread(store.get_outbox, self.engine, key)
+                reason = None if existing else await self._moved_on(item)
+                if reason is not None:
+                    await self._withdrawn(row, reason, new=True)
+                    self.relay.wake()
+                    return
+                result = _result(REPLY_SENT, key, item.ticket_id, _reply_data(row))
+            else:
+                result = None
+            await self._write_and_deliver(row, result, attempt, item)
         self.relay.wake()
 
+    async def _record_reply(self, row: store.OutboxRow) -> None:
+        """The sent reply in the ticket's conversation (idempotent: one message per key)."""
+        if self.recorder is None or not row.ticket_id:
+            return
+        message_id = f"{row.ticket_id}-desk-{row.round or 'r1'}"
+        try:
+            await self.recorder.record_reply(
+                row.ticket_id, message_id, row.final_text, "The Support Team"
+            )
+        except PermanentError:
+            log.warning("reply %s sent; its ticket is gone from the helpdesk", row.key)
+
+    async def _moved_on(self, item: store.ItemRow) -> str | None:
+        """Why this draft must not be sent any more, from the ticket as it is now; None if it
+        still answers the conversation."""
+        if self.source is None or item.in_helpdesk is False or not item.ticket_id:
+            return None
+        try:
+            ticket = await self.source.get_ticket(item.ticket_id)
+        except PermanentError:
+            return "the ticket no longer exists in the helpdesk"
+        change = conversation.change_since(ticket, item.seen_through)
+        return conversation.REASONS[change] or None
+
+    async def _withdrawn(self, row: store.OutboxRow, reason: str, *, new: bool) -> None:
+        """Nothing is sent for this round: the row says so, and `reply.withdrawn` says why."""
+        row.delivery = "withdrawn"
+        row.delivered_at = None
+        result = _result(
+            REPLY_WITHDRAWN, row.key, row.ticket_id, {**_reply_data(row), "reason": reason}
+        )
+        if new:
+            row.last_error = reason
+            if not await asyncio.to_thread(store.record, self.engine, row, result):
+                raise TransientError(f"{row.key} was written meanwhile; looking again")
+        else:
+            await asyncio.to_thread(
+                store.settle,
+                self.engine,
+                row.key,
+                delivery="withdrawn",
+                error=reason,
+                result=result,
+            )
+        OUTCOMES.labels("withdrawn").inc()
+        log.info("reply %s withdrawn: %s", row.key, reason)
+
     async def _write_and_deliver(
-        self, row: store.OutboxRow, result: store.ResultRow | None, attempt: int
+        self,
+        row: store.OutboxRow,
+        result: store.ResultRow | None,
+        attempt: int,
+        item: store.ItemRow,
     ) -> None:
         key = row.key
         created = await asyncio.to_thread(store.record, self.engine, row, result)
+        if created and row.delivery == "delivered":
+            await self._record_reply(row)
         if not created:
             existing = await asyncio.to_thread(store.get_outbox, self.engine, key)
-            if existing is None or existing.delivery in ("delivered", "failed"):
+            if existing is not None and existing.delivery == "delivered":
+                await self._record_reply(existing)  # a crash may have come between the two
+            if existing is None or existing.delivery in ("delivered", "failed", "withdrawn"):
                 OUTCOMES.labels("already_sent").inc()
                 raise BusinessReject(f"{key} was already sent", outcome="already_sent")
             row = existing  # pending or unknown: carry on delivering it
         else:
             OUTCOMES.labels("written").inc()
         if self.channel is not None:
-            await self._deliver(row, attempt)
+            await self._deliver(row, attempt, item)
 
-    async def _deliver(self, row: store.OutboxRow, attempt: int) -> None:
+    async def _deliver(self, row: store.OutboxRow, attempt: int, item: store.ItemRow) -> None:
         assert self.channel is not None
+        if row.delivery == "pending":  # nothing went out yet: is the reply still right?
+            reason = await self._moved_on(item)
+            if reason is not None:
+                await self._withdrawn(row, reason, new=False)
+                return
         outcome = await self.channel.deliver(row)
         DELIVERIES.labels(self.channel.name, outcome.outcome).inc()
         await asyncio.to_thread(
@@ -234,3 +384,21 @@ class Sender:
             store.settle, self.engine, row.key, delivery=status, error=outcome.error, result=None
         )
         raise TransientError(outcome.error or "delivery failed", retry_after=outcome.retry_after)
+
+
+def _edited(current: ActionRequest, args: Any) -> ActionRequest:
+    """The text (and subject) of an edit; its action and targets are the item's. The inbox
+    refuses other edits (422); a decision that still tries is not carried out."""
+    edited = ActionRequest.model_validate(args)
+    if edited.action != current.action:
+        raise PermanentError("an edit may not change the action")
+    for name, value in edited.args.items():
+        if name not in EDITABLE_ARGS and current.args.get(name) != value:
+            raise PermanentError(f"an edit may not change {name}")
+    kept = {k: v for k, v in edited.args.items() if k in EDITABLE_ARGS}
+    return ActionRequest(action=current.action, args={**current.args, **kept})
+
+
+def _excerpt(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -12,11 +12,14 @@ from shared.db import database_url, make_engine
 from shared.ledger import Ledger
 from shared.service import Service
 from shared.settings import ConfigError, SenderSettings
+from shared.source.configured import open_configured
 
-from . import store
+from . import notifications, store
 from .breaker import BreakerSettings, CircuitBreaker
 from .channel import WebhookChannel
 from .handlers import Sender
+from .notifier import TARGET as NOTIFY_TARGET
+from .notifier import Notifier, SlackWebhook
 from .ratelimit import TokenBucket
 from .relay import Relay
 
@@ -48,8 +51,32 @@ def make_channel(settings: SenderSettings) -> WebhookChannel | None:
     )
 
 
+def make_notify_webhook(settings: SenderSettings) -> SlackWebhook | None:
+    """The supervisors' incoming webhook, with a breaker and a rate limit of its own."""
+    if settings.notify_webhook_url is None:
+        return None
+    breaker = CircuitBreaker(
+        BreakerSettings(  # the reply channel's breaker settings, a breaker of its own
+            window=settings.breaker_window,
+            min_samples=settings.breaker_min_samples,
+            failure_rate=settings.breaker_failure_rate,
+            open_seconds=settings.breaker_open_seconds,
+        ),
+        on_change=lambda old, new: log.warning("notify circuit %s → %s", old, new),
+    )
+    return SlackWebhook(
+        settings.notify_webhook_url.get_secret_value(),
+        connect_timeout=settings.notify_connect_timeout,
+        read_timeout=settings.notify_read_timeout,
+        breaker=breaker,
+        bucket=TokenBucket(settings.notify_rate, settings.notify_burst),
+    )
+
+
 async def run(settings: SenderSettings) -> None:
     channel = make_channel(settings)
+    source = open_configured(settings)
+    notifier: Notifier | None = None
     engine = make_engine(database_url(settings.database_url, settings.var_dir, "sender"))
     await asyncio.to_thread(store.create_tables, engine)
     try:
@@ -64,6 +91,8 @@ async def run(settings: SenderSettings) -> None:
                 relay,
                 channel,
                 await Ledger.open(svc.bus.js, svc.name),
+                source,  # read again right before each reply leaves
+                record_replies=settings.record_replies,
                 max_deliver=settings.max_deliver,
                 lease_ttl=max(5.0, settings.ack_wait),
                 lease_wait=settings.channel_connect_timeout + settings.channel_read_timeout + 15,
@@ -73,8 +102,8 @@ async def run(settings: SenderSettings) -> None:
                 Consumer(
                     name=subjects.DURABLES["sender"][0][1],
                     stream=subjects.INBOX,
-                    subjects=(subjects.INBOX_ITEM,),
-                    handler=sender.on_item,
+                    subjects=(subjects.INBOX_ITEM, subjects.INBOX_WITHDRAWN),
+                    handler=sender.on_message,
                     **options,
                 )
             )
@@ -87,6 +116,34 @@ async def run(settings: SenderSettings) -> None:
                     **options,
                 )
             )
+
+            # -- supervisor notifications: the router's `notify` target (work.notify.>) ------
+            await asyncio.to_thread(notifications.create_tables, engine)
+            notifier = Notifier(
+                engine,
+                relay,
+                make_notify_webhook(settings),
+                open_configured(settings),
+                await Ledger.open(svc.bus.js, svc.name),
+                max_deliver=settings.max_deliver,
+                lease_ttl=max(5.0, settings.ack_wait),
+                lease_wait=settings.notify_connect_timeout + settings.notify_read_timeout + 15,
+            )
+            log.info(
+                "supervisor notifications: %s",
+                "posted to the incoming webhook" if notifier.webhook else "logged only",
+            )
+            await svc.consume(
+                Consumer(
+                    name=subjects.DURABLES["sender"][2][1],
+                    stream=subjects.WORK,
+                    subjects=(subjects.work_for(NOTIFY_TARGET),),
+                    handler=notifier.on_event,
+                    **options,
+                )
+            )
+            # -- end of supervisor notifications ------------------------------------------
+
             await svc.until_stopped()
             relay.stop()
             with contextlib.suppress(asyncio.CancelledError):
@@ -94,4 +151,7 @@ async def run(settings: SenderSettings) -> None:
     finally:
         if channel is not None:
             await channel.close()
+        await source.close()
+        if notifier is not None:
+            await notifier.close()
         engine.dispose()

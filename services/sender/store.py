@@ -1,7 +1,8 @@
 """The outbox: one row per action that leaves the building, and the result events to relay.
 
-The UNIQUE outbox key `<thread>/<action>` is what stops a second send: a redelivered decision,
-a replay, or a second sender replica all hit the constraint, never a read-then-write check.
+The UNIQUE outbox key `<ticket>/<round>/<action>` is what stops a second send: a redelivered
+decision, a replay, or a second sender replica all hit the constraint, never a read-then-write
+check.
 The outbox row and its result event are written in one transaction (the transactional outbox);
 a relay publishes the result events and marks them published.
 """
@@ -16,9 +17,10 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, func, select
 
+from shared.db import add_missing_columns
 from shared.logging import redact
 
-DeliveryStatus = Literal["pending", "delivered", "failed", "unknown"]
+DeliveryStatus = Literal["pending", "delivered", "failed", "unknown", "withdrawn"]
 
 
 def now() -> dt.datetime:
@@ -28,7 +30,7 @@ def now() -> dt.datetime:
 class OutboxRow(SQLModel, table=True):
     __tablename__ = "sender_outbox"
 
-    key: str = Field(primary_key=True)  # <thread>/<action>: the idempotency key
+    key: str = Field(primary_key=True)  # <ticket>/<round>/<action>: the idempotency key
     item_id: str
     thread: str = Field(index=True)
     version: int
@@ -46,6 +48,10 @@ class OutboxRow(SQLModel, table=True):
     delivered_at: dt.datetime | None = Field(
         default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
     )
+    round: str | None = None
+    subject: str | None = None
+    recipient: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    in_reply_to: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 class ResultRow(SQLModel, table=True):
@@ -88,13 +94,20 @@ class ItemRow(SQLModel, table=True):
     ticket_id: str | None = None
     action: str
     args: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    round: str | None = Field(default=None, index=True)
+    seen_through: str | None = None  # the newest message the draft saw
+    in_helpdesk: bool | None = None  # False: a mail conversation, no ticket to re-read
+    recipient: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    in_reply_to: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 TABLES = [OutboxRow, ResultRow, AuditRow, ItemRow]
 
 
 def create_tables(engine: Engine) -> None:
-    SQLModel.metadata.create_all(engine, tables=[t.__table__ for t in TABLES])  # type: ignore[attr-defined]
+    tables = [t.__table__ for t in TABLES]  # type: ignore[attr-defined]
+    SQLModel.metadata.create_all(engine, tables=tables)
+    add_missing_columns(engine, tables)
 
 
 def _utc(value: dt.datetime) -> dt.datetime:
@@ -117,9 +130,13 @@ def get_item(engine: Engine, item_id: str) -> ItemRow | None:
         return session.get(ItemRow, item_id)
 
 
-def current_version(engine: Engine, thread: str) -> int | None:
+def current_version(engine: Engine, thread: str, round_id: str | None = None) -> int | None:
+    """The newest version the sender has seen of a thread (of one of its rounds, if named)."""
+    query = select(func.max(ItemRow.version)).where(ItemRow.thread == thread)
+    if round_id is not None:
+        query = query.where(ItemRow.round == round_id)
     with Session(engine, expire_on_commit=False) as session:
-        return session.exec(select(func.max(ItemRow.version)).where(ItemRow.thread == thread)).one()
+        return session.exec(query).one()
 
 
 def record(engine: Engine, outbox: OutboxRow | None, result: ResultRow | None) -> bool:

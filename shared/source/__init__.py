@@ -4,6 +4,22 @@ One small interface (`SourceSystem`) with two adapters: `sql` (a helpdesk databa
 SQLModel; the demo helpdesk) and `http` (a generic JSON REST helpdesk).
 """
 
-from .base import Customer, SourceSystem, Ticket, TicketPage, TicketStatus, ticket_not_found
+from .base import (
+    Customer,
+    Message,
+    SourceSystem,
+    Ticket,
+    TicketPage,
+    TicketStatus,
+    ticket_not_found,
+)
 
-__all__ = ["Customer", "SourceSystem", "Ticket", "TicketPage", "TicketStatus", "ticket_not_found"]
+__all__ = [
+    "Customer",
+    "Message",
+    "SourceSystem",
+    "Ticket",
+    "TicketPage",
+    "TicketStatus",
+    "ticket_not_found",
+]

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import PermanentError
 
 TicketStatus = Literal["open", "pending", "closed"]
 Priority = Literal["low", "normal", "high", "urgent"]
+AuthorKind = Literal["customer", "agent", "note"]
+
+
+def _as_utc(value: dt.datetime) -> dt.datetime:
+    """Aware UTC always: a naive time (SQLite, some helpdesks) is taken as UTC."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC)
 
 
 class Customer(BaseModel):
@@ -21,7 +29,35 @@ class Customer(BaseModel):
     email: str
 
 
+class Message(BaseModel):
+    """One message of a ticket's conversation: the customer's, an agent's, or an internal note."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(min_length=1, max_length=200)
+    author: AuthorKind
+    author_name: str = ""
+    body: str
+    created_at: dt.datetime
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, value: dt.datetime) -> dt.datetime:
+        return _as_utc(value)
+
+
+def opening_message_id(ticket_id: str) -> str:
+    """The id given to a ticket's opening message when the helpdesk sends no conversation."""
+    return f"{ticket_id}-m1"
+
+
 class Ticket(BaseModel):
+    """A ticket and its conversation (`messages`, oldest first, newest last).
+
+    A helpdesk that sends no `messages` gets one: the opening customer message, built from
+    `body`, `customer` and `created_at` (id `<ticket>-m1`). `body` is the opening message.
+    """
+
     model_config = ConfigDict(frozen=True)
 
     id: str
@@ -32,14 +68,30 @@ class Ticket(BaseModel):
     priority: Priority = "normal"
     created_at: dt.datetime
     updated_at: dt.datetime
+    messages: list[Message] = Field(default_factory=list)
 
     @field_validator("created_at", "updated_at")
     @classmethod
     def _utc(cls, value: dt.datetime) -> dt.datetime:
-        """Aware UTC always: a naive time (SQLite, some helpdesks) is taken as UTC."""
-        if value.tzinfo is None:
-            return value.replace(tzinfo=dt.UTC)
-        return value.astimezone(dt.UTC)
+        return _as_utc(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _opening_message(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("messages"):
+            return data
+        customer = data.get("customer")
+        name = customer.get("name", "") if isinstance(customer, dict) else ""
+        if isinstance(customer, Customer):
+            name = customer.name
+        opening = {
+            "id": opening_message_id(str(data.get("id", ""))),
+            "author": "customer",
+            "author_name": name,
+            "body": data.get("body", ""),
+            "created_at": data.get("created_at"),
+        }
+        return {**data, "messages": [opening]}
 
 
 class TicketPage(BaseModel):
@@ -71,3 +123,13 @@ class SourceSystem(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class ReplyRecorder(Protocol):
+    """A source that takes the replies this system sends into the ticket's conversation (the
+    demo helpdesk); a real helpdesk records them itself when its reply API is the channel."""
+
+    async def record_reply(
+        self, ticket_id: str, message_id: str, body: str, author_name: str
+    ) -> bool: ...

@@ -3,8 +3,16 @@
     {"id": "evt_…", "type": "ticket.created", "created_at": "…",
      "data": {"ticket_id": "T1012", "updated_at": "…", "priority": "normal"}}
 
-`updated_at` is the ticket's version: an event older than what a thread already handled is
-skipped. Other helpdesks' shapes are read through the same paths where they match.
+A new message in the conversation (`ticket.message.created`) also carries the ticket's status
+and the message without its body (the drafter re-reads the ticket):
+
+     "data": {"ticket_id": "T1012", "updated_at": "…", "priority": "high", "status": "open",
+              "message": {"id": "T1012-m2", "author": "customer", "author_name": "…",
+                          "created_at": "…"}}
+
+and a closed ticket (`ticket.closed`) its status. `updated_at` is the ticket's version: an
+event older than what a thread already handled is skipped. Other helpdesks' shapes are read
+through the same paths where they match.
 """
 
 from __future__ import annotations
@@ -14,6 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import jsonpath
+from .base import Message, Ticket
+
+TICKET_CREATED = "ticket.created"
+TICKET_MESSAGE_CREATED = "ticket.message.created"
+TICKET_CLOSED = "ticket.closed"
+TICKET_STALE = "ticket.stale"
 
 TICKET_ID_PATHS = ("data.ticket_id", "data.ticket.id", "ticket_id", "ticket.id")
 VERSION_PATHS = ("data.updated_at", "data.ticket.updated_at", "updated_at")
@@ -30,10 +44,36 @@ def ticket_event(
 ) -> dict[str, Any]:
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     version = updated_at.isoformat() if isinstance(updated_at, dt.datetime) else updated_at
-    body: dict[str, Any] = {"ticket_id": ticket_id, "updated_at": version or now, **data}
+    body: dict[str, Any] = {"ticket_id": ticket_id, "updated_at": version or now}
     if priority:
         body["priority"] = priority
+    body.update(data)
     return {"id": event_id, "type": event_type, "created_at": now, "data": body}
+
+
+def message_event(ticket: Ticket, message: Message, *, event_id: str) -> dict[str, Any]:
+    """`ticket.message.created` for `message` on `ticket` (the ticket as it is after it)."""
+    return ticket_event(
+        TICKET_MESSAGE_CREATED,
+        ticket.id,
+        event_id=event_id,
+        updated_at=ticket.updated_at,
+        priority=ticket.priority,
+        status=ticket.status,
+        message={
+            "id": message.id,
+            "author": message.author,
+            "author_name": message.author_name,
+            "created_at": message.created_at.isoformat(),
+        },
+    )
+
+
+def closed_event(ticket: Ticket, *, event_id: str) -> dict[str, Any]:
+    """`ticket.closed` for `ticket` (as it is once closed)."""
+    return ticket_event(
+        TICKET_CLOSED, ticket.id, event_id=event_id, updated_at=ticket.updated_at, status="closed"
+    )
 
 
 @dataclass(frozen=True)

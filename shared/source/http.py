@@ -1,7 +1,10 @@
 """The `http` source: a generic JSON REST helpdesk, read with one `httpx.AsyncClient`.
 
-A ticket is the `Ticket` model's JSON (customer nested). A list answer is an object holding the
-tickets under `items_key` and the next page's cursor under `next_key` (null on the last page).
+A ticket is the `Ticket` model's JSON: the customer nested, and the conversation under
+`messages` (oldest first; optional: without it the ticket's `body` is its one, opening message).
+A list answer is an object holding the tickets under `items_key` and the next page's cursor under
+`next_key` (null on the last page). The contract, machine-readable: `helpdesk.openapi.json`
+next to this module (`CONTRACT`).
 
 Errors are mapped here: 404 on a ticket → `ticket_not_found`; 429, 5xx, timeouts and connection
 failures → `TransientError` (with Retry-After seconds); other 4xx and malformed answers →
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import email.utils
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -22,6 +26,15 @@ from ..errors import PermanentError, TransientError
 from .base import Ticket, TicketPage, ticket_not_found
 
 _TICKETS = TypeAdapter(list[Ticket])
+
+CONTRACT = Path(__file__).with_name("helpdesk.openapi.json")  # the API this source reads
+
+
+def in_order(ticket: Ticket) -> Ticket:
+    """The ticket with its messages oldest first (a stable sort by `created_at`): the contract
+    asks for that order, and rounds depend on it, so a helpdesk listing newest first is mended."""
+    ordered = sorted(ticket.messages, key=lambda m: m.created_at)
+    return ticket if ordered == ticket.messages else ticket.model_copy(update={"messages": ordered})
 
 
 def retry_after(value: str | None, now: dt.datetime | None = None) -> float | None:
@@ -80,7 +93,7 @@ class HttpSource:
             raise ticket_not_found(ticket_id)
         self._check(response, path)
         try:
-            return Ticket.model_validate_json(response.content)
+            return in_order(Ticket.model_validate_json(response.content))
         except ValidationError as exc:
             raise PermanentError(f"malformed ticket from the source at {path}") from exc
 
@@ -110,7 +123,7 @@ class HttpSource:
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             # json decode and pydantic validation errors are ValueErrors
             raise PermanentError(f"malformed ticket list from the source at {path}") from exc
-        return TicketPage(tickets=list(tickets), next_cursor=next_cursor or None)
+        return TicketPage(tickets=[in_order(t) for t in tickets], next_cursor=next_cursor or None)
 
     async def close(self) -> None:
         await self._client.aclose()

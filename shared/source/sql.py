@@ -2,7 +2,10 @@
 
 Sessions are synchronous and run in a worker thread (`asyncio.to_thread`) for the protocol's
 async methods; the administrative methods (`create_tables`, `seed_demo`, `create_ticket`,
-`set_status`) are plain synchronous calls for the CLI and start-up.
+`add_message`, `set_status`) are plain synchronous calls for the CLI and start-up.
+
+A ticket's conversation is in `ticket_messages`, ordered by `seq` within the ticket. A ticket
+with no message rows (a database from before conversations) reads as its opening message.
 
 Times are stored in UTC. SQLite keeps no time zone, so every datetime read back is made aware
 (UTC) here, and every datetime written or compared is converted to UTC first.
@@ -28,7 +31,17 @@ from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
 from ..errors import PermanentError, TransientError
 from . import demo
-from .base import Customer, Priority, Ticket, TicketPage, TicketStatus, ticket_not_found
+from .base import (
+    AuthorKind,
+    Customer,
+    Message,
+    Priority,
+    Ticket,
+    TicketPage,
+    TicketStatus,
+    opening_message_id,
+    ticket_not_found,
+)
 
 T = TypeVar("T")
 
@@ -55,7 +68,28 @@ class TicketRow(SQLModel, table=True):
     updated_at: dt.datetime = Field(sa_type=DateTime(timezone=True))
 
 
-TABLES = [CustomerRow.__table__, TicketRow.__table__]  # type: ignore[attr-defined]
+class MessageRow(SQLModel, table=True):
+    """One message of a ticket's conversation; `seq` (1, 2, …) orders it within the ticket."""
+
+    __tablename__ = "ticket_messages"
+    __table_args__ = (Index("ux_ticket_messages_ticket_seq", "ticket_id", "seq", unique=True),)
+
+    id: str = Field(primary_key=True, max_length=200)
+    ticket_id: str = Field(foreign_key="tickets.id", index=True, max_length=64)
+    seq: int
+    author: str = Field(max_length=16)
+    author_name: str = Field(default="")
+    body: str = Field(sa_type=Text)
+    created_at: dt.datetime = Field(sa_type=DateTime(timezone=True))
+
+
+TABLES = [
+    CustomerRow.__table__,  # type: ignore[attr-defined]
+    TicketRow.__table__,  # type: ignore[attr-defined]
+    MessageRow.__table__,  # type: ignore[attr-defined]
+]
+
+AGENT_NAME = "Support team"  # the author name of an agent message given without one
 
 
 def as_utc(value: dt.datetime) -> dt.datetime:
@@ -109,7 +143,18 @@ def _engine(url: str, connect_args: dict[str, Any] | None) -> Engine:
     return create_engine(parsed, connect_args=args, **options)
 
 
-def _ticket(row: TicketRow, customer: CustomerRow) -> Ticket:
+def _message(row: MessageRow) -> Message:
+    return Message(
+        id=row.id,
+        author=row.author,  # type: ignore[arg-type]  # validated by the model
+        author_name=row.author_name,
+        body=row.body,
+        created_at=as_utc(row.created_at),
+    )
+
+
+def _ticket(row: TicketRow, customer: CustomerRow, messages: list[MessageRow]) -> Ticket:
+    """The ticket with its conversation; no message rows → the model adds the opening one."""
     return Ticket(
         id=row.id,
         customer=Customer(id=customer.id, name=customer.name, email=customer.email),
@@ -119,7 +164,23 @@ def _ticket(row: TicketRow, customer: CustomerRow) -> Ticket:
         priority=row.priority,  # type: ignore[arg-type]
         created_at=as_utc(row.created_at),
         updated_at=as_utc(row.updated_at),
+        messages=[_message(m) for m in messages],
     )
+
+
+def _messages_of(session: Session, ticket_ids: list[str]) -> dict[str, list[MessageRow]]:
+    """The conversations of `ticket_ids` in one query, each oldest first."""
+    grouped: dict[str, list[MessageRow]] = {tid: [] for tid in ticket_ids}
+    if not ticket_ids:
+        return grouped
+    rows = session.exec(
+        select(MessageRow)
+        .where(col(MessageRow.ticket_id).in_(ticket_ids))
+        .order_by(col(MessageRow.ticket_id), col(MessageRow.seq))
+    ).all()
+    for row in rows:
+        grouped[row.ticket_id].append(row)
+    return grouped
 
 
 def _next_id(session: Session, prefix: str, column: Any, first: int) -> str:
@@ -170,7 +231,8 @@ class SqlSource:
     # -- administration (synchronous) ------------------------------------------------------
 
     def create_tables(self) -> None:
-        """Create the `customers` and `tickets` tables if they do not exist."""
+        """Create the `customers`, `tickets` and `ticket_messages` tables where missing (a
+        database from before conversations gains `ticket_messages`)."""
         with _mapped_errors():
             SQLModel.metadata.create_all(self.engine, tables=TABLES)
 
@@ -185,6 +247,9 @@ class SqlSource:
             session.flush()
             for t in demo.TICKETS:
                 session.add(_row(t))
+            session.flush()
+            for t in demo.TICKETS:
+                session.add_all(_message_rows(t))
             session.commit()
             return True
 
@@ -213,17 +278,45 @@ class SqlSource:
                 if attempts == 0 or not isinstance(exc.__cause__, IntegrityError):
                     raise
 
+    def add_message(
+        self,
+        ticket_id: str,
+        body: str,
+        author: AuthorKind = "customer",
+        author_name: str | None = None,
+    ) -> tuple[Ticket, Message]:
+        """Append a message (id `<ticket>-m<n>`) to a ticket's conversation and bump its
+        `updated_at`; return the ticket as it is now and the new message.
+
+        A customer message reopens a `pending` or `closed` ticket; an agent message on an `open`
+        ticket makes it `pending` (waiting on the customer); a note changes no status.
+        `author_name` defaults to the customer's name (customer) or "Support team" (agent, note).
+        An unknown ticket raises `ticket_not_found`; an empty body or unknown author `ValueError`.
+        """
+        if author not in get_args(AuthorKind):
+            raise ValueError(f"author must be one of {', '.join(get_args(AuthorKind))}")
+        if not body.strip():
+            raise ValueError("the message body is empty")
+        attempts = 5  # two writers may pick the same next seq: the loser tries the next one
+        while True:
+            try:
+                return self._session(
+                    lambda s: self._add_message(s, ticket_id, body, author, author_name)
+                )
+            except TransientError as exc:
+                attempts -= 1
+                if attempts == 0 or not isinstance(exc.__cause__, IntegrityError):
+                    raise
+
     def set_status(self, ticket_id: str, status: TicketStatus) -> Ticket:
         """Change a ticket's status and bump its `updated_at`."""
         if status not in get_args(TicketStatus):
             raise ValueError(f"status must be one of {', '.join(get_args(TicketStatus))}")
 
         def update(session: Session) -> Ticket:
-            row = session.get(TicketRow, ticket_id)
-            if row is None:
-                raise ticket_not_found(ticket_id)
+            row = self._locked(session, ticket_id)
             row.status = status
-            row.updated_at = dt.datetime.now(dt.UTC)
+            row.updated_at = _later(row.updated_at)
             session.add(row)
             session.commit()
             return self._get(session, ticket_id)
@@ -244,7 +337,80 @@ class SqlSource:
         ).first()
         if found is None:
             raise ticket_not_found(ticket_id)
-        return _ticket(*found)
+        return _ticket(*found, _messages_of(session, [ticket_id])[ticket_id])
+
+    @staticmethod
+    def _locked(session: Session, ticket_id: str) -> TicketRow:
+        """The ticket's row, locked for this transaction where the database can (PostgreSQL)."""
+        row = session.exec(
+            select(TicketRow).where(TicketRow.id == ticket_id).with_for_update()
+        ).first()
+        if row is None:
+            raise ticket_not_found(ticket_id)
+        return row
+
+    async def record_reply(
+        self, ticket_id: str, message_id: str, body: str, author_name: str
+    ) -> bool:
+        """A reply this system sent, added to the ticket's conversation as an agent message
+        (what a helpdesk does with a reply posted through its API); once per `message_id`.
+
+        True if this call added it; False if it was there already."""
+
+        def work(session: Session) -> bool:
+            if session.get(MessageRow, message_id) is not None:
+                return False
+            self._add_message(session, ticket_id, body, "agent", author_name, message_id)
+            return True
+
+        attempts = 5
+        while True:
+            try:
+                return await asyncio.to_thread(self._session, work)
+            except TransientError as exc:
+                attempts -= 1
+                if attempts == 0 or not isinstance(exc.__cause__, IntegrityError):
+                    raise
+
+    def _add_message(
+        self,
+        session: Session,
+        ticket_id: str,
+        body: str,
+        author: AuthorKind,
+        author_name: str | None,
+        message_id: str | None = None,
+    ) -> tuple[Ticket, Message]:
+        ticket = self._locked(session, ticket_id)
+        last = session.exec(
+            select(func.max(MessageRow.seq)).where(MessageRow.ticket_id == ticket_id)
+        ).one()
+        if last is None:  # a ticket from before conversations: store its opening message first
+            opening = self._get(session, ticket_id).messages[0]
+            session.add(_message_row(ticket_id, 1, opening))
+            last = 1
+        if author_name is None:
+            customer = session.get(CustomerRow, ticket.customer_id)
+            author_name = customer.name if author == "customer" and customer else AGENT_NAME
+        stamp = _later(ticket.updated_at)
+        row = MessageRow(
+            id=message_id or f"{ticket_id}-m{last + 1}",
+            ticket_id=ticket_id,
+            seq=last + 1,
+            author=author,
+            author_name=author_name,
+            body=body,
+            created_at=stamp,
+        )
+        session.add(row)
+        if author == "customer" and ticket.status in ("pending", "closed"):
+            ticket.status = "open"
+        elif author == "agent" and ticket.status == "open":
+            ticket.status = "pending"
+        ticket.updated_at = stamp
+        session.add(ticket)
+        session.commit()
+        return self._get(session, ticket_id), _message(row)
 
     def _list(
         self,
@@ -267,9 +433,11 @@ class SqlSource:
                 )
             )
         query = query.order_by(col(TicketRow.updated_at), col(TicketRow.id)).limit(limit + 1)
-        tickets = [_ticket(*found) for found in session.exec(query).all()]
-        more = len(tickets) > limit
-        tickets = tickets[:limit]
+        found = session.exec(query).all()
+        more = len(found) > limit
+        found = found[:limit]
+        conversations = _messages_of(session, [row.id for row, _ in found])
+        tickets = [_ticket(row, customer, conversations[row.id]) for row, customer in found]
         last = tickets[-1] if more else None
         return TicketPage(
             tickets=tickets, next_cursor=encode_cursor(last.updated_at, last.id) if last else None
@@ -303,8 +471,19 @@ class SqlSource:
             updated_at=now,
         )
         session.add(ticket)
+        session.flush()
+        opening = MessageRow(
+            id=opening_message_id(ticket.id),
+            ticket_id=ticket.id,
+            seq=1,
+            author="customer",
+            author_name=row.name,
+            body=body,
+            created_at=now,
+        )
+        session.add(opening)
         session.commit()
-        return _ticket(ticket, row)
+        return _ticket(ticket, row, [opening])
 
     def _stamp(self, value: dt.datetime) -> dt.datetime:
         """A datetime as the database compares it: UTC, and naive on SQLite (stored naive)."""
@@ -323,3 +502,24 @@ def _row(ticket: Ticket) -> TicketRow:
         created_at=as_utc(ticket.created_at),
         updated_at=as_utc(ticket.updated_at),
     )
+
+
+def _message_row(ticket_id: str, seq: int, message: Message) -> MessageRow:
+    return MessageRow(
+        id=message.id,
+        ticket_id=ticket_id,
+        seq=seq,
+        author=message.author,
+        author_name=message.author_name,
+        body=message.body,
+        created_at=as_utc(message.created_at),
+    )
+
+
+def _message_rows(ticket: Ticket) -> list[MessageRow]:
+    return [_message_row(ticket.id, n, m) for n, m in enumerate(ticket.messages, start=1)]
+
+
+def _later(previous: dt.datetime) -> dt.datetime:
+    """Now, or just after `previous` if the clock is behind it: a ticket's version only grows."""
+    return max(dt.datetime.now(dt.UTC), as_utc(previous) + dt.timedelta(microseconds=1))

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from desk.inbox import add_arguments, main, render_table
+from desk.inbox import add_arguments, main, render_item, render_table
 from desk.natsserver import NatsServer
 from desk.process import free_port
 from shared import subjects
@@ -32,6 +32,7 @@ from shared.inbox import (
     Trigger,
     item_id,
 )
+from shared.source.base import Customer, Message
 from tests.helpers import eventually, messages
 from tests.inbox_items import publish_item
 from tests.services_running import ServiceProcess
@@ -39,6 +40,25 @@ from tests.services_running import ServiceProcess
 REVIEWER, VIEWER = "r-token", "v-token"
 DRAFT_ID, NOTIFY_ID = item_id("T1012", 1), item_id("T1013", 1)
 REPLY = "Hello Ada,\nyour refund of 42 EUR was issued today."
+START = dt.datetime(2026, 11, 30, 9, tzinfo=dt.UTC)
+CONVERSATION = [
+    Message(
+        id=f"T1012-m{n}",
+        author=author,  # type: ignore[arg-type]
+        author_name=name,
+        body=body,
+        created_at=START + dt.timedelta(minutes=10 * n),
+    )
+    for n, (author, name, body) in enumerate(
+        [
+            ("customer", "Ada Lovelace", "I was charged twice for order 881."),
+            ("agent", "Sam from Support", "Sorry! I asked billing to refund one charge."),
+            ("note", "Sam from Support", "Billing says: refunded Monday."),
+            ("customer", "Ada Lovelace", "Thanks, but the refund\nhas not arrived yet."),
+        ],
+        start=1,
+    )
+]
 
 
 def draft_item() -> InboxItem:
@@ -60,6 +80,12 @@ def draft_item() -> InboxItem:
         created_at=dt.datetime.now(dt.UTC) - dt.timedelta(minutes=4),
         cost=Cost(input_tokens=1200, output_tokens=180, usd=0.00123),
         warnings=["the reply mentions an amount"],
+        round="T1012-m4",
+        round_messages=["T1012-m4"],
+        conversation=CONVERSATION,
+        customer=Customer(id="C7", name="Ada Lovelace", email="ada@example.com"),
+        ticket_status="open",
+        priority="urgent",
     )
 
 
@@ -146,11 +172,12 @@ async def test_list_shows_both_items_in_a_table(
     assert inbox.run("list") == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].split() == ["ID", "AGE", "STATUS", "CATEGORY", "TICKET", "SUMMARY"]
+    header = ["ID", "AGE", "STATUS", "PRIORITY", "CATEGORY", "TICKET", "SUMMARY"]
+    assert lines[0].split() == header
     draft = next(line for line in lines if line.startswith(DRAFT_ID))
     notify = next(line for line in lines if line.startswith(NOTIFY_ID))
-    assert draft.split()[1:5] == ["4m", "waiting", "billing", "T1012"]
-    assert notify.split()[1:5] == ["2h", "waiting", "escalation", "T1013"]
+    assert draft.split()[1:6] == ["4m", "waiting", "urgent", "billing", "T1012"]
+    assert notify.split()[1:6] == ["2h", "waiting", "-", "escalation", "T1013"]
     assert "Customer asks about the status" in draft
     assert "2 shown" in out
     assert all(len(line) <= 100 for line in lines)
@@ -171,6 +198,48 @@ async def test_show_prints_the_item_with_its_draft_reply(
     assert "decisions: none yet" in out
 
 
+async def test_show_prints_the_customer_the_ticket_and_the_conversation_before_the_draft(
+    inbox: Inbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert inbox.run("show", DRAFT_ID) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert "customer: Ada Lovelace <ada@example.com>" in lines
+    assert "ticket:   T1012 (open)" in lines  # no DESK_HELPDESK_TICKET_URL: no link
+    assert "priority: urgent" in lines
+    assert not any(line.startswith(("overdue:", "notified:")) for line in lines)
+    start = lines.index("conversation (4 messages, newest last; > marks what this draft answers):")
+    assert lines[start + 1 : start + 9] == [
+        "  customer  Ada Lovelace  2026-11-30 09:10:00 UTC",
+        "    I was charged twice for order 881.",
+        "  agent  Sam from Support  2026-11-30 09:20:00 UTC",
+        "    Sorry! I asked billing to refund one charge.",
+        "  internal note  Sam from Support  2026-11-30 09:30:00 UTC",
+        "    Billing says: refunded Monday.",
+        "> customer  Ada Lovelace  2026-11-30 09:40:00 UTC  (this draft answers)",
+        "    Thanks, but the refund",
+    ]
+    assert lines[start + 9] == "    has not arrived yet."
+    assert start < lines.index("draft reply:")  # the conversation, then the draft
+    assert lines[lines.index("draft reply:") + 1] == "  Hello Ada,"
+
+
+async def test_list_filters_by_priority_and_sorts_urgent_first(
+    inbox: Inbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert inbox.run("list", "--priority", "urgent") == 0
+    out = capsys.readouterr().out
+    assert DRAFT_ID in out and NOTIFY_ID not in out
+    assert inbox.run("list", "--sort", "priority") == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:3]]
+    assert rows == [DRAFT_ID, NOTIFY_ID]  # urgent first, though the escalation is older
+    assert inbox.run("list", "--sort", "oldest") == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:3]]
+    assert rows == [NOTIFY_ID, DRAFT_ID]
+    with pytest.raises(SystemExit):
+        parse("inbox", "list", "--priority", "whenever")
+
+
 async def test_accept_publishes_a_decision_and_a_second_accept_gets_409(
     inbox: Inbox, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -188,10 +257,12 @@ async def test_accept_publishes_a_decision_and_a_second_accept_gets_409(
 
     assert inbox.run("accept", DRAFT_ID) != 0
     err = capsys.readouterr().err.strip()
-    assert err == "desk inbox accept: 409 this item is decided, not waiting for a decision"
+    assert err == "desk inbox accept: 409 this item is sending, not waiting for a decision"
 
     assert inbox.run("show", DRAFT_ID) == 0
-    assert "accept by reviewer" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "accept by reviewer" in out
+    assert "status:   sending (accept)" in out
 
 
 async def test_accept_on_a_notify_item_is_refused_with_422(
@@ -300,6 +371,44 @@ def test_defaults_come_from_the_running_stack(
     assert main(parse("inbox", "list"), tmp_path) == 1  # found the URL, nobody answers
     err = capsys.readouterr().err
     assert url in err and "secret-token" not in err
+
+
+def test_the_table_marks_overdue_items_and_the_show_output_its_notifications() -> None:
+    now = dt.datetime(2025, 1, 2, tzinfo=dt.UTC)
+    item = {
+        "id": "T1~v1",
+        "created_at": "2025-01-01T00:00:00+00:00",
+        "status": "waiting",
+        "priority": "high",
+        "category": "other",
+        "ticket_id": "T1",
+        "summary": "Where is my parcel",
+        "overdue_since": "2025-01-02",
+    }
+    row = render_table([item], now).splitlines()[1]
+    assert row.split()[2:4] == ["waiting", "high"]
+    assert row.endswith("[overdue since 2025-01-02] Where is my parcel")
+    shown = render_item(
+        {
+            **item,
+            "version": 1,
+            "thread": "T1",
+            "status": "withdrawn",
+            "withdrawn_reason": "the ticket was closed",
+            "ticket_url": "https://helpdesk.example.com/t/T1",
+            "notifications": [
+                {"type": "notify.sent", "channel": "slack", "at": "2025-01-01T10:00:00+00:00"},
+                {"type": "notify.failed", "channel": "log", "at": "2025-01-01T11:00:00+00:00"},
+            ],
+        },
+        now,
+    ).splitlines()
+    assert "status:   withdrawn: the ticket was closed" in shown
+    assert "ticket:   T1 https://helpdesk.example.com/t/T1" in shown
+    assert "overdue:  since 2025-01-02" in shown
+    assert "notified: a supervisor, via slack at 2025-01-01 10:00:00 UTC" in shown
+    assert "notified: FAILED to notify a supervisor, via log at 2025-01-01 11:00:00 UTC" in shown
+    assert "conversation: none recorded" in shown
 
 
 def test_the_table_cuts_long_summaries_to_fit() -> None:

@@ -147,7 +147,7 @@ def all_healthy(stack: Stack) -> bool:
 
 async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> None:
     supervisor = stack.up()
-    await eventually(lambda: all_healthy(stack), timeout=30, message="six healthy services")
+    await eventually(lambda: all_healthy(stack), timeout=60, message="six healthy services")
 
     status = stack.status()
     assert set(status["services"]) == SERVICES

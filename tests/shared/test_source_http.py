@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import inspect
+import json
 import socket
+import typing
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
+import jsonschema
+import openapi_spec_validator
 import pytest
+from pydantic import BaseModel
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
 
 from shared.errors import PermanentError, TransientError
 from shared.http import HttpServer
-from shared.source import Ticket
+from shared.source import Customer, Message, Ticket, TicketPage
 from shared.source.demo import TICKETS
-from shared.source.http import HttpSource, retry_after
+from shared.source.http import CONTRACT, HttpSource, retry_after
 from shared.source.sql import SqlSource
 from tests.helpdesk_server import TOKEN, helpdesk_app
 
@@ -64,11 +73,48 @@ async def list_all(source: HttpSource, limit: int) -> tuple[list[Ticket], int]:
         cursor = page.next_cursor
 
 
+def demo(ticket_id: str) -> Ticket:
+    return next(t for t in TICKETS if t.id == ticket_id)
+
+
 async def test_get_ticket(source: HttpSource) -> None:
     ticket = await source.get_ticket("T1033")
-    assert ticket == next(t for t in TICKETS if t.id == "T1033")
+    assert ticket == demo("T1033")
     assert ticket.customer.name == "李娜"
     assert ticket.updated_at.tzinfo is not None
+
+
+async def test_get_ticket_reads_the_conversation(source: HttpSource) -> None:
+    ticket = await source.get_ticket("T1008")
+    assert ticket == demo("T1008")
+    assert [m.author for m in ticket.messages] == [
+        "customer",
+        "agent",
+        "customer",
+        "agent",
+        "agent",
+    ]
+    assert all(m.created_at.tzinfo is not None for m in ticket.messages)
+
+
+async def test_a_ticket_without_messages_is_its_opening_message(api: str) -> None:
+    source = client(api, ticket_path="/plain/tickets/{id}")
+    try:
+        ticket = await source.get_ticket("T1003")
+    finally:
+        await source.close()
+    full = demo("T1003")
+    assert len(full.messages) == 3
+    assert ticket.messages == [full.messages[0]]  # id T1003-m1, the body, the customer's name
+    assert ticket.model_copy(update={"messages": full.messages}) == full
+
+
+async def test_messages_listed_newest_first_are_put_in_order(api: str) -> None:
+    source = client(api, ticket_path="/reversed/tickets/{id}")
+    try:
+        assert await source.get_ticket("T1018") == demo("T1018")
+    finally:
+        await source.close()
 
 
 async def test_a_missing_ticket_is_permanent(source: HttpSource) -> None:
@@ -182,3 +228,152 @@ def test_retry_after_forms() -> None:
     assert retry_after("Sat, 28 Nov 2026 11:00:00 GMT", now) == 0.0
     assert retry_after("soon") is None
     assert retry_after(None) is None
+
+
+# -- the contract: shared/source/helpdesk.openapi.json ----------------------------------------
+
+CONTRACT_URI = "urn:desk:helpdesk-contract"
+
+
+@pytest.fixture(scope="module")
+def contract() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(CONTRACT.read_text())
+    return document
+
+
+def validator(contract: dict[str, Any], schema: str) -> jsonschema.Draft202012Validator:
+    """A JSON Schema 2020-12 validator (OpenAPI 3.1's dialect) for one of the contract's schemas,
+    its `$ref`s resolved within the document, formats (date-time, email) checked."""
+    registry: Registry[Any] = Registry().with_resource(
+        CONTRACT_URI, Resource.from_contents(contract, default_specification=DRAFT202012)
+    )
+    return jsonschema.Draft202012Validator(
+        {"$ref": f"{CONTRACT_URI}#/components/schemas/{schema}"},
+        registry=registry,
+        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
+    )
+
+
+def conforms(contract: dict[str, Any], path: str, response: httpx.Response) -> None:
+    """Assert `response` is an answer the contract allows for GET `path`: a documented status,
+    the documented headers, and a JSON body matching the documented schema."""
+    operation = contract["paths"][path]["get"]
+    status = str(response.status_code)
+    documented = operation["responses"]
+    key = status if status in documented else f"{status[0]}XX"
+    assert key in documented, f"GET {path} answered {status}, which the contract does not list"
+    answer = documented[key]
+    if "$ref" in answer:
+        answer = contract["components"]["responses"][answer["$ref"].rsplit("/", 1)[1]]
+    for name, header in answer.get("headers", {}).items():
+        if header.get("required"):
+            assert name in response.headers
+    media = response.headers.get("content-type", "").split(";")[0].strip()
+    content = answer.get("content", {})
+    listed = media if media in content else "*/*"
+    assert listed in content, f"{status} as {media!r} is not in the contract"
+    schema = content[listed].get("schema", {})
+    if "$ref" in schema:
+        body = response.json() if media == "application/json" else response.text
+        validator(contract, schema["$ref"].rsplit("/", 1)[1]).validate(body)
+
+
+def test_the_contract_is_a_valid_openapi_3_1_document(contract: dict[str, Any]) -> None:
+    openapi_spec_validator.validate(contract)
+    assert contract["openapi"].startswith("3.1")
+    broken = json.loads(json.dumps(contract))
+    broken["paths"]["/tickets"]["get"]["responses"] = "none"
+    with pytest.raises(openapi_spec_validator.validation.exceptions.OpenAPIValidationError):
+        openapi_spec_validator.validate(broken)
+
+
+@pytest.mark.parametrize("model", [Ticket, Customer, Message, TicketPage])
+def test_the_contract_lists_every_field_of_the_model(
+    contract: dict[str, Any], model: type[BaseModel]
+) -> None:
+    schema = contract["components"]["schemas"][model.__name__]
+    assert set(schema["properties"]) == set(model.model_fields)
+    required = {name for name, field in model.model_fields.items() if field.is_required()}
+    assert set(schema.get("required", [])) == required
+    for name, field in model.model_fields.items():
+        if typing.get_origin(field.annotation) is typing.Literal:
+            assert schema["properties"][name]["enum"] == list(typing.get_args(field.annotation))
+
+
+def test_the_contract_names_the_parameters_the_source_sends(contract: dict[str, Any]) -> None:
+    defaults = {
+        name: p.default for name, p in inspect.signature(HttpSource.__init__).parameters.items()
+    }
+    assert set(contract["paths"]) == {defaults["tickets_path"], defaults["ticket_path"]}
+    listed = {p["name"] for p in contract["paths"]["/tickets"]["get"]["parameters"]}
+    assert listed == {
+        defaults["updated_since_param"],
+        defaults["cursor_param"],
+        defaults["limit_param"],
+    }
+    page = contract["components"]["schemas"]["TicketPage"]["properties"]
+    assert set(page) == {defaults["items_key"], defaults["next_key"]}
+    assert contract["components"]["securitySchemes"]["apiKey"]["name"] == defaults["auth_header"]
+
+
+def test_the_demo_tickets_conform(contract: dict[str, Any]) -> None:
+    tickets = validator(contract, "Ticket")
+    for ticket in TICKETS:
+        tickets.validate(ticket.model_dump(mode="json"))
+    assert sum(len(t.messages) > 1 for t in TICKETS) > 10
+
+
+def test_the_contract_refuses_what_the_source_would_refuse(contract: dict[str, Any]) -> None:
+    tickets = validator(contract, "Ticket")
+    good = demo("T1008").model_dump(mode="json")
+    bad_author = json.loads(json.dumps(good))
+    bad_author["messages"][1]["author"] = "bot"
+    no_status = {k: v for k, v in good.items() if k != "status"}
+    bad_time = {**good, "updated_at": "yesterday"}
+    for wrong in (bad_author, no_status, bad_time):
+        assert not tickets.is_valid(wrong)
+        with pytest.raises(ValueError):
+            Ticket.model_validate(wrong)
+    without = {k: v for k, v in good.items() if k != "messages"}
+    assert tickets.is_valid(without) and len(Ticket.model_validate(without).messages) == 1
+
+
+async def test_the_helpdesk_server_answers_as_the_contract_says(
+    api: str, contract: dict[str, Any]
+) -> None:
+    auth = {"Authorization": TOKEN}
+    async with httpx.AsyncClient(base_url=api, headers=auth) as http:
+        cursor: str | None = None
+        pages = 0
+        while True:
+            params = {"limit": "9", **({"cursor": cursor} if cursor else {})}
+            answer = await http.get("/tickets", params=params)
+            assert answer.status_code == 200
+            conforms(contract, "/tickets", answer)
+            pages += 1
+            cursor = answer.json()["next_cursor"]
+            if cursor is None:
+                break
+        assert pages == 5
+        since = await http.get("/tickets", params={"updated_since": "2026-11-20T00:00:00+00:00"})
+        conforms(contract, "/tickets", since)
+        assert 0 < len(since.json()["tickets"]) < len(TICKETS)
+        for ticket in TICKETS:
+            answer = await http.get(f"/tickets/{ticket.id}")
+            assert answer.status_code == 200
+            conforms(contract, "/tickets/{id}", answer)
+        for path, answer in [
+            ("/tickets/{id}", await http.get("/tickets/T9999")),
+            ("/tickets/{id}", await http.get("/tickets/T1001", headers={"Authorization": "x"})),
+            ("/tickets", await http.get("/tickets", headers={"Authorization": "x"})),
+            ("/tickets", await http.get("/tickets", params={"cursor": "not a cursor!"})),
+            ("/tickets/{id}", await http.get("/busy/T1001")),  # stand-ins for the same call
+            ("/tickets/{id}", await http.get("/unavailable/T1001")),
+        ]:
+            assert answer.status_code in (404, 401, 400, 429, 503)
+            conforms(contract, path, answer)
+        busy = await http.get("/busy/T1001")
+        assert retry_after(busy.headers["Retry-After"]) == 7
+        garbage = await http.get("/garbage/T1001")  # the check can fail: HTML is no answer
+        with pytest.raises(AssertionError):
+            conforms(contract, "/tickets/{id}", garbage)

@@ -21,6 +21,6 @@ def build_graph() -> StateGraph[State, Deps, State, State]:
     builder.add_conditional_edges("guard", routes.after_guard)
     builder.add_edge("draft", "review")
     builder.add_edge("notify", "review")
-    builder.add_conditional_edges("review", routes.after_review)
+    builder.add_conditional_edges("review", routes.after_review)  # draft | load | finish
     builder.add_edge("finish", END)
     return builder

@@ -8,6 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
+from shared import conversation
 from shared.errors import PermanentError
 from shared.inbox import (
     DRAFT_CONFIG,
@@ -21,17 +22,46 @@ from shared.inbox import (
     Trigger,
     item_id,
 )
+from shared.source.base import Customer, Ticket
 
 from .. import checks, model, prompt
 from .state import Deps, State
 
 
 async def load(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
+    """The ticket as it is now, and the round this run answers."""
     inline = state.get("inline_ticket")
     if inline:
-        return {"ticket": inline}
-    ticket = await runtime.context.source.get_ticket(state["ticket_id"])
-    return {"ticket": ticket.model_dump(mode="json")}
+        ticket = _with_history(Ticket.model_validate(inline), state.get("ticket"))
+    else:
+        ticket = await runtime.context.source.get_ticket(state["ticket_id"])
+    plan = state.get("plan") or {"kind": "answer"}
+    update: dict[str, Any] = {"ticket": ticket.model_dump(mode="json")}
+    if plan.get("kind") == "followup":
+        update.update(round=plan["id"], round_kind="followup", round_messages=[])
+    else:
+        # a reminder redrafts a round whose draft was ignored: what it covered counts again
+        covered = None if plan.get("kind") == "reminder" else state.get("covered")
+        found = conversation.open_round(ticket, covered=covered)
+        if found is None:
+            return {**update, "round": "", "round_messages": []}
+        update.update(round=found.id, round_kind="answer", round_messages=found.message_ids)
+    update["seen_through"] = conversation.newest_message(ticket)
+    update["covered_before"] = {
+        **(state.get("covered_before") or {}),
+        update["round"]: state.get("covered"),
+    }
+    return update
+
+
+def _with_history(mail: Ticket, earlier: dict[str, Any] | None) -> Ticket:
+    """A mail conversation: the messages this thread already has, then the new mail's."""
+    if not earlier:
+        return mail
+    before = Ticket.model_validate(earlier)
+    known = {m.id for m in before.messages}
+    messages = [*before.messages, *(m for m in mail.messages if m.id not in known)]
+    return before.model_copy(update={"messages": messages, "updated_at": mail.updated_at})
 
 
 async def guard(state: State) -> dict[str, Any]:
@@ -39,7 +69,14 @@ async def guard(state: State) -> dict[str, Any]:
     ticket = state["ticket"]
     if ticket.get("status") == "closed":
         return {"outcome": "closed", "escalation": []}
-    text = f"{ticket.get('subject', '')}\n{ticket.get('body', '')}"
+    if not state.get("round"):
+        return {"outcome": "quiet", "escalation": []}  # nothing waits for a reply
+    said = [
+        m.get("body", "")
+        for m in ticket.get("messages", [])
+        if m.get("id") in set(state.get("round_messages", []))
+    ]
+    text = "\n".join([str(ticket.get("subject", "")), *said])
     return {"escalation": checks.escalation_terms(text), "outcome": ""}
 
 
@@ -52,7 +89,8 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
     tokens_in = tokens_out = 0
     answer = None
     for attempt in (1, 2):  # a draft that fails the checks is redrafted once
-        answer = await model.ask(deps.model, prompt.messages(ticket, feedback, problems))
+        asked = prompt.messages(ticket, feedback, problems, _round(state))
+        answer = await model.ask(deps.model, asked)
         tokens_in += answer.input_tokens
         tokens_out += answer.output_tokens
         if answer.draft is None:
@@ -97,6 +135,7 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
         cost=Cost(input_tokens=tokens_in, output_tokens=tokens_out, usd=usage["usd"]),
         warnings=warnings,
         feedback=feedback,
+        **_conversation_fields(state),
     )
     return {
         "draft": d.model_dump(),
@@ -105,6 +144,7 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
         "version": version,
         "item": item.model_dump(mode="json"),
         "handled_version": state.get("event_version") or ticket.get("updated_at"),
+        "cause": None,
     }
 
 
@@ -131,33 +171,96 @@ async def notify(state: State) -> dict[str, Any]:
         summary=f"Escalation: {ticket.get('subject', '')}"[:120],
         trigger=Trigger(**state["trigger"]),
         created_at=dt.datetime.now(dt.UTC),
+        **_conversation_fields(state),
     )
     return {
         "version": version,
         "item": item.model_dump(mode="json"),
         "handled_version": state.get("event_version") or ticket.get("updated_at"),
+        "cause": None,
     }
 
 
 async def review(state: State) -> dict[str, Any]:
-    """Pause for a human. Runs again from the top on resume, so nothing before interrupt()."""
+    """Pause for a human. Runs again from the top on resume, so nothing before interrupt().
+
+    The answer is a reviewer's `Decision`, or one of the drafter's own: `refresh` (the
+    customer wrote again: draft the round anew) or `withdraw` (closed, or answered elsewhere).
+    """
     answer = interrupt(state["item"])
+    if isinstance(answer, dict) and answer.get("type") == "refresh":
+        return {"decision": {"type": "refresh"}, "cause": str(answer.get("cause") or "")}
+    if isinstance(answer, dict) and answer.get("type") == "withdraw":
+        return {"decision": {"type": "withdraw"}, "withdrawn": str(answer.get("reason") or "")}
     decision = Decision.model_validate(answer)
     update: dict[str, Any] = {"decision": decision.model_dump(mode="json")}
     if decision.type == "response":
         update["feedback"] = [*state.get("feedback", []), str(decision.args or "").strip()]
+        update["cause"] = "reviewer feedback"
     return update
 
 
 async def finish(state: State) -> dict[str, Any]:
     decision = state.get("decision") or {}
     action = (state.get("item") or {}).get("action_request", {}).get("action")
-    outcome = {"accept": "accepted", "edit": "edited", "ignore": "ignored"}.get(
-        decision.get("type", ""), "ignored"
-    )
+    outcome = {
+        "accept": "accepted",
+        "edit": "edited",
+        "ignore": "ignored",
+        "withdraw": "withdrawn",
+    }.get(decision.get("type", ""), "ignored")
     if action == NOTIFY_SUPERVISOR and outcome == "ignored":
         outcome = "acknowledged"
-    return {"outcome": outcome}
+    # the next round starts after everything this one saw
+    update: dict[str, Any] = {"outcome": outcome, "covered": state.get("seen_through")}
+    if state.get("inline_ticket") and outcome in ("accepted", "edited"):
+        # a mail conversation lives only here: our approved reply becomes part of it
+        update["ticket"] = _replied(state, decision)
+    return update
+
+
+def _replied(state: State, decision: dict[str, Any]) -> dict[str, Any]:
+    ticket = dict(state["ticket"])
+    args = (state.get("item") or {}).get("action_request", {}).get("args", {})
+    text = str(args.get("reply") or "")
+    edited = decision.get("args")
+    if decision.get("type") == "edit" and isinstance(edited, dict):
+        text = str((edited.get("args") or {}).get("reply") or text)
+    reply = {
+        "id": f"desk-{state.get('round') or 'r1'}",
+        "author": "agent",
+        "author_name": "The Support Team",
+        "body": text,
+        "created_at": decision.get("decided_at") or dt.datetime.now(dt.UTC).isoformat(),
+    }
+    ticket["messages"] = [*ticket.get("messages", []), reply]
+    return ticket
+
+
+def _round(state: State) -> dict[str, Any]:
+    return {
+        "kind": state.get("round_kind") or "answer",
+        "messages": list(state.get("round_messages", [])),
+    }
+
+
+def _conversation_fields(state: State) -> dict[str, Any]:
+    ticket = Ticket.model_validate(state["ticket"])
+    cause = state.get("cause") or None
+    if cause is None and state.get("round_kind") == "followup":
+        cause = "follow-up: the ticket waits on the customer"
+    return {
+        "round": state.get("round") or "r1",
+        "round_kind": state.get("round_kind") or "answer",
+        "round_messages": list(state.get("round_messages", [])),
+        "seen_through": state.get("seen_through"),
+        "cause": cause,
+        "conversation": list(ticket.messages),
+        "customer": Customer.model_validate(ticket.customer.model_dump()),
+        "ticket_status": ticket.status,
+        "priority": ticket.priority,
+        "in_helpdesk": not state.get("inline_ticket"),
+    }
 
 
 def _description(

@@ -8,11 +8,16 @@ from .state import State
 
 
 def after_guard(state: State) -> Literal["draft", "notify", "__end__"]:
-    if state.get("outcome") == "closed":
+    if state.get("outcome") in ("closed", "quiet"):
         return "__end__"
     return "notify" if state.get("escalation") else "draft"
 
 
-def after_review(state: State) -> Literal["draft", "finish"]:
+def after_review(state: State) -> Literal["draft", "load", "finish"]:
     decision = state.get("decision") or {}
-    return "draft" if decision.get("type") == "response" else "finish"
+    kind = decision.get("type")
+    if kind == "response":
+        return "draft"
+    if kind == "refresh":  # the conversation moved on while the draft waited: draft it anew
+        return "load"
+    return "finish"

@@ -27,8 +27,18 @@ class State(TypedDict, total=False):
     version: int  # the version of the latest inbox item
     item: dict[str, Any]  # the latest inbox item (an InboxItem as JSON)
     decision: dict[str, Any]
-    outcome: str  # closed | accepted | edited | ignored | acknowledged
+    outcome: str  # closed | accepted | edited | ignored | acknowledged | withdrawn | quiet
     handled_version: str | None
+    # the conversation: which round this run answers (see shared/conversation.py)
+    plan: dict[str, Any]  # what started the run: {"kind": "answer"} or {"kind": "followup", "id"}
+    round: str  # the round id
+    round_kind: str  # answer | followup
+    round_messages: list[str]  # ids of the customer messages the round answers
+    seen_through: str | None  # the newest message of the conversation when last drafted
+    covered: str | None  # the newest message answered by a round this thread already closed
+    covered_before: dict[str, str | None]  # per round: `covered` when it began (to roll back)
+    cause: str | None  # why the next version is drafted (feedback, the customer wrote again)
+    withdrawn: str  # why a waiting draft was taken back
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,17 @@ async def test_a_ticket_becomes_an_inbox_item_in_the_human_interrupt_shape(
     expected = (item.cost.input_tokens * 0.15 + item.cost.output_tokens * 0.60) / 1e6
     assert abs(item.cost.usd - expected) < 1e-6
     [stored] = [m for m in await messages(bus.js, subjects.INBOX)]
-    assert stored.headers["Nats-Msg-Id"] == "inbox.item:T1012:v1"
+    assert stored.headers["Nats-Msg-Id"] == "inbox.item:T1012:T1012-m1:v1"
+    # the conversation the draft answers travels with it
+    assert (item.round, item.round_kind, item.round_messages) == (
+        "T1012-m1",
+        "answer",
+        ["T1012-m1"],
+    )
+    assert item.customer is not None and item.customer.name == "Daniel Murphy"
+    assert item.conversation[-1].author == "customer"
+    assert "charged twice" in item.conversation[-1].body
+    assert (item.ticket_status, item.priority) == ("open", "high")
     [request] = fake_llm.requests
     assert request["tool_choice"]["function"]["name"] == "Draft"
     assert request["authorization"] == "Bearer test-key"

@@ -9,7 +9,7 @@ import pytest
 
 from services.drafter import checks, prompt
 from services.drafter.offline import compose
-from services.drafter.threads import newer, work_for
+from services.drafter.threads import work_for
 from shared.envelope import Envelope
 from shared.errors import PermanentError
 from shared.source.events import ticket_event
@@ -111,7 +111,8 @@ def test_events_about_one_ticket_meet_in_one_thread() -> None:
     stale = work_for(
         work("ticket.stale", ticket_event("ticket.stale", "T1012", event_id="s", date="2026-11-29"))
     )
-    assert stale.thread == "T1012:2026-11-29"
+    # a stale reminder lands in the ticket's conversation, never a second thread of its own
+    assert (stale.thread, stale.kind, stale.day) == ("T1012", "stale", dt.date(2026, 11, 29))
     mail = work_for(
         work(
             "email.received",
@@ -125,12 +126,23 @@ def test_events_about_one_ticket_meet_in_one_thread() -> None:
     )
     assert mail.thread.startswith("mail-") and mail.inline_ticket is not None
     assert mail.inline_ticket["customer"]["email"] == "jane@example.com"
+    reply = work_for(
+        work(
+            "email.received",
+            {
+                "MessageID": "<m2@x>",
+                "From": "Jane <jane@example.com>",
+                "Subject": "Re: Hi",
+                "TextBody": "Still broken",
+                "Headers": [{"Name": "In-Reply-To", "Value": "<m1@x>"}],
+                "References": "<m0@x> <m1@x>",
+            },
+        )
+    )
+    # a reply names the mails it answers, nearest first; the handler joins that conversation
+    assert reply.mail_id == "m2@x" and reply.mail_parents == ("m1@x", "m0@x")
+    joined = reply.in_thread(mail.thread)
+    assert joined.thread == mail.thread and joined.inline_ticket is not None
+    assert joined.inline_ticket["id"] == mail.thread
     with pytest.raises(PermanentError):
         work_for(work("ticket.created", {"id": "e9", "data": {}}))
-
-
-def test_only_a_newer_ticket_version_starts_a_finished_thread_again() -> None:
-    t = dt.datetime(2026, 11, 29, 9, tzinfo=dt.UTC)
-    assert newer(t, "2026-11-28T09:00:00+00:00")
-    assert not newer(t, "2026-11-29T09:00:00+00:00")
-    assert not newer(None, "2026-11-28T09:00:00+00:00")

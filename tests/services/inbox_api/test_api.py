@@ -66,14 +66,14 @@ async def test_accept_publishes_one_decision_with_the_reviewer_from_the_token(
     assert answer.status_code == 202, answer.text
     assert answer.json()["reviewer"] == "reviewer"
     [published] = await decisions(nats_bus, thread)
-    assert published["msg_id"] == f"decision:{thread}:v1"
+    assert published["msg_id"] == f"decision:{thread}:r1:v1"
     assert (published["type"], published["reviewer"], published["version"]) == (
         "accept",
         "reviewer",
         1,
     )
     detail = await stored(api, f"{thread}~v1")
-    assert detail is not None and detail["status"] == "decided"
+    assert detail is not None and detail["status"] == "sending"
     assert detail["decisions"][0]["final_text"] == detail["action_request"]["args"]["reply"]
 
 

@@ -1,5 +1,6 @@
 """The reviewer's web page against a real inbox_api process and a real nats-server: sessions,
-CSRF, roles, the edit preview, deciding, and one run in a headless Chromium."""
+CSRF, roles, what an item shows (the conversation, the customer, the ticket, what changed), the
+list's flags, filters and order, the edit preview, deciding, and one run in a headless Chromium."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ import httpx
 import pytest
 
 from desk.natsserver import NatsServer
-from services.inbox_api.web import age, diff
+from services.inbox_api.render import age, changes, diff, fold
 from shared import subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
-from shared.inbox import InboxItem
+from shared.inbox import InboxItem, Overdue, Withdrawal
+from shared.results import NOTIFY_FAILED, NOTIFY_SENT, REPLY_FAILED, REPLY_SENT, event_id
 from tests.helpers import eventually, messages
-from tests.inbox_items import draft_item, notify_item, publish_item
+from tests.inbox_items import conversation, draft_item, notify_item, publish_item
 from tests.services_running import ServiceProcess
 
 from .conftest import REVIEWER, VIEWER, write_credentials
@@ -35,13 +37,18 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 NOW = dt.datetime.now(dt.UTC)
+TICKET_URL = "https://helpdesk.example.com/tickets/{ticket}"
 
 
 @pytest.fixture(scope="module")
 def web(inbox_nats: NatsServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("inbox-web")
     write_credentials(root / "var")
-    env = {"DESK_NATS_URL": inbox_nats.url, "DESK_VAR_DIR": str(root / "var")}
+    env = {
+        "DESK_NATS_URL": inbox_nats.url,
+        "DESK_VAR_DIR": str(root / "var"),
+        "DESK_HELPDESK_TICKET_URL": TICKET_URL,
+    }
     process = ServiceProcess(["inbox_api"], env, root / "inbox_api.log").start()
     try:
         yield process.url
@@ -104,6 +111,31 @@ async def published(bus: Bus, thread: str) -> bool:
     return bool(await decisions(bus, thread))
 
 
+async def publish(bus: Bus, subject: str, kind: str, msg_id: str, data: dict[str, Any]) -> None:
+    """An event as another service publishes it (a withdrawal, an overdue mark, a result)."""
+    envelope = Envelope(id=msg_id, source="/desk/test", type=kind, data=data)
+    await bus.publish(subject, envelope.to_bytes(), msg_id=msg_id)
+
+
+async def page_until(client: httpx.AsyncClient, path: str, text: str) -> str:
+    """The page at `path` once it shows `text` (the inbox projects events asynchronously)."""
+    found = ""
+
+    async def shows() -> bool:
+        nonlocal found
+        found = (await client.get(path)).text
+        return text in found
+
+    await eventually(shows, timeout=15, message=f"{text!r} on {path}")
+    return found
+
+
+def messages_on(html: str) -> list[tuple[str, bool, str]]:
+    """(author kind, answered by this draft, message id) of each message, in page order."""
+    found = re.findall(r'<article class="msg (\w+)( answered)?" id="m-([^"]+)"', html)
+    return [(kind, bool(mark), ident) for kind, mark, ident in found]
+
+
 # -- pure helpers ------------------------------------------------------------------------------
 
 
@@ -126,6 +158,42 @@ def test_diff_marks_insertions_and_deletions_word_by_word() -> None:
     assert ("insert", " today") in segments
     assert diff("same", "same") == [("equal", "same")]
     assert diff("", "new text") == [("insert", "new text")]
+
+
+def test_changes_show_the_changed_lines_with_context_and_gaps() -> None:
+    before = "Hi Jane,\n\nThanks for writing.\nWe are on it.\nMore soon.\n\nBest regards,\nSam"
+    after = "Hi Jane,\n\nThanks for writing.\nWe fixed it today.\nMore soon.\n\nBest regards,\nSam"
+    lines = changes(before, after, context=1)
+    kinds = [kind for kind, _ in lines]
+    assert kinds == ["gap", "same", "removed", "added", "same", "gap"]
+    assert lines[1] == ("same", [("equal", "Thanks for writing.")])
+    assert lines[2] == ("removed", [("equal", "We "), ("delete", "are on"), ("equal", " it.")])
+    added = [("equal", "We "), ("insert", "fixed"), ("equal", " it"), ("insert", " today")]
+    assert lines[3] == ("added", [*added, ("equal", ".")])
+    assert [k for k, _ in changes(before, after)][:3] == ["same", "same", "same"]  # context 2
+    assert changes(before, before) == []
+    grown = changes("Hi Jane,", "Hi Jane,\nOne more line.")
+    assert grown == [("same", [("equal", "Hi Jane,")]), ("added", [("insert", "One more line.")])]
+    assert changes("Old text.", "New words.") == [
+        ("removed", [("delete", "Old text"), ("equal", ".")]),
+        ("added", [("insert", "New words"), ("equal", ".")]),
+    ]
+
+
+def test_fold_keeps_the_last_four_and_everything_the_draft_answers_open() -> None:
+    said = [{"id": f"m{n}"} for n in range(1, 8)]
+    earlier, recent = fold(said, ["m7"])
+    assert [m["id"] for m in earlier] == ["m1", "m2", "m3"]
+    assert [(m["id"], m["answered"]) for m in recent] == [
+        ("m4", False),
+        ("m5", False),
+        ("m6", False),
+        ("m7", True),
+    ]
+    earlier, recent = fold(said, ["m2", "m3"])  # the customer wrote several times since
+    assert [m["id"] for m in earlier] == ["m1"]
+    assert [m["id"] for m in recent][:2] == ["m2", "m3"]
+    assert fold(said[:4], []) == ([], [{**m, "answered": False} for m in said[:4]])
 
 
 # -- sessions, CSRF and roles ------------------------------------------------------------------
@@ -214,13 +282,296 @@ async def test_the_detail_shows_only_the_forms_the_item_allows(
     await waiting(web, nats_bus, draft, notify)
     await log_in(browser_client, REVIEWER)
     page = (await browser_client.get(f"/items/{draft.id}")).text
-    for form in ('id="accept"', 'id="edit"', 'id="respond"', 'id="ignore"'):
+    for form in ('id="accept"', 'id="edit-link"', 'id="respond"', 'id="ignore"'):
         assert form in page
-    assert page.count('name="version" value="1"') == 4
+    assert 'id="edit"' not in page and '<textarea id="reply"' not in page
+    assert page.count('name="version" value="1"') == 3
+    # the Edit button opens the page with the draft in the edit form (no script needed)
+    editing = (await browser_client.get(f"/items/{draft.id}?edit=1")).text
+    assert 'id="edit"' in editing and 'id="draft"' not in editing
+    assert 'id="accept"' not in editing  # accepting now would send the unedited draft
     page = (await browser_client.get(f"/items/{notify.id}")).text
     assert 'id="ignore"' in page
-    assert 'id="accept"' not in page and 'id="edit"' not in page and 'id="respond"' not in page
+    assert 'id="accept"' not in page and 'id="edit' not in page and 'id="respond"' not in page
     assert "lawyer" in page
+    assert 'id="edit"' not in (await browser_client.get(f"/items/{notify.id}?edit=1")).text
+
+
+# -- what an item shows ------------------------------------------------------------------------
+
+
+async def test_the_item_shows_the_customer_the_ticket_and_the_conversation_once(
+    web: str, browser_client: httpx.AsyncClient, nats_bus: Bus
+) -> None:
+    thread = new_thread()
+    said = conversation(
+        thread,
+        ("customer", "I was charged twice for order 881."),
+        ("agent", "Sorry! I asked billing to refund one of the charges."),
+        ("note", "Billing: refunded on Monday. <b>internal</b>"),
+        ("customer", "Thanks, but the refund has not arrived."),
+    )
+    reply = "Hi Jane,\n\nThe refund was issued on Monday; banks take 5 days.\n\nBest regards"
+    item = draft_item(
+        thread, reply=reply, round_id=said[-1].id, conversation=said, priority="urgent"
+    )
+    await waiting(web, nats_bus, item)
+    await log_in(browser_client, REVIEWER)
+    page = (await browser_client.get(f"/items/{item.id}")).text
+
+    assert "<strong>Jane Doe</strong> &lt;jane.doe@example.com&gt;" in page
+    link = TICKET_URL.replace("{ticket}", thread)
+    assert f'<a href="{link}" id="ticket-link"' in page
+    assert '<span class="flag prio-urgent" id="priority">⚑ urgent</span>' in page
+    assert 'Ticket status</span> <span class="value">open</span>' in page
+    assert messages_on(page) == [
+        ("customer", False, said[0].id),
+        ("agent", False, said[1].id),
+        ("note", False, said[2].id),
+        ("customer", True, said[3].id),  # the round's message, highlighted
+    ]
+    for m in said:
+        assert m.body.replace("<b>", "&lt;b&gt;").replace("</b>", "&lt;/b&gt;") in page
+    assert "<b>internal</b>" not in page  # escaped
+    assert "2026-11-30 09:10 UTC" in page  # the first message's time
+    assert page.count("this draft answers") == 1
+    assert f'href="#m-{said[3].id}"' in page  # the draft says what it answers
+    assert "Show all" not in page  # four messages: nothing folded
+    assert page.count(reply) == 1  # the draft once, above the buttons
+    assert page.index('id="draft"') < page.index('id="accept"') < page.index('id="conversation"')
+    editing = (await browser_client.get(f"/items/{item.id}?edit=1")).text
+    assert editing.count(reply) == 1  # now inside the edit form instead
+    assert editing.index('<textarea id="reply"') < editing.index(reply)
+
+
+async def test_a_long_conversation_folds_all_but_the_last_four_behind_show_all(
+    web: str, browser_client: httpx.AsyncClient, nats_bus: Bus
+) -> None:
+    thread = new_thread()
+    said = conversation(
+        thread, *((("customer", "agent")[n % 2], f"message number {n + 1}.") for n in range(7))
+    )
+    item = draft_item(thread, round_id=said[-1].id, conversation=said)
+    await waiting(web, nats_bus, item)
+    await log_in(browser_client, REVIEWER)
+    page = (await browser_client.get(f"/items/{item.id}")).text
+    assert "Show all 7 messages (3 earlier)" in page
+    conversation_part = page[page.index('<section class="conversation"') :]
+    folded, _, shown = conversation_part.partition("</details>")
+    assert [ident for _, _, ident in messages_on(folded)] == [m.id for m in said[:3]]
+    assert [ident for _, _, ident in messages_on(shown)] == [m.id for m in said[3:]]
+    assert [answered for _, answered, _ in messages_on(page)] == [False] * 6 + [True]
+
+
+async def test_a_later_version_says_why_and_what_changed(
+    web: str, browser_client: httpx.AsyncClient, nats_bus: Bus
+) -> None:
+    thread = new_thread()
+    said = conversation(thread, ("customer", "Where is my refund?"))
+    first = "Hi Jane,\n\nWe are looking into it.\n\nBest regards"
+    second = "Hi Jane,\n\nWe are sending your refund today.\n\nBest regards"
+    v1 = draft_item(thread, reply=first, round_id=said[0].id, conversation=said)
+    v2 = draft_item(
+        thread,
+        2,
+        reply=second,
+        round_id=said[0].id,
+        conversation=said,
+        cause="reviewer feedback",
+        feedback=["Say when it was issued."],
+    )
+    followup = draft_item(new_thread(), cause="follow-up: the ticket waits on the customer")
+    followup = followup.model_copy(
+        update={"round": "followup-2026-12-01", "round_kind": "followup"}
+    )
+    await waiting(web, nats_bus, v1, v2, followup)
+    await log_in(browser_client, REVIEWER)
+    page = (await browser_client.get(f"/items/{v2.id}")).text
+    assert "What changed since v1" in page
+    assert "v2 · reviewer feedback" in page
+    assert "Say when it was issued." in page
+    lines = page[page.index('id="linediff"') :]
+    assert '<div class="ln removed">We are <del>looking into it</del>.</div>' in lines
+    assert '<div class="ln added">We are <ins>sending your refund today</ins>.</div>' in lines
+    assert '<div class="ln same">Hi Jane,</div>' in lines
+    assert page.count(second) == 1  # the diff shows lines, never the whole reply again
+    old = (await browser_client.get(f"/items/{v1.id}")).text
+    assert 'class="badge status-superseded" id="status"' in old
+    assert "A newer draft exists" in old
+    assert "What changed" not in old
+    page = (await browser_client.get(f"/items/{followup.id}")).text
+    assert "Follow-up draft" in page and '<span class="badge followup">follow-up</span>' in page
+
+
+async def test_withdrawn_sending_sent_and_failed_each_look_like_themselves(
+    web: str, browser_client: httpx.AsyncClient, nats_bus: Bus
+) -> None:
+    withdrawn, sent, failed = (draft_item(new_thread()) for _ in range(3))
+    await waiting(web, nats_bus, withdrawn, sent, failed)
+    csrf = await log_in(browser_client, REVIEWER)
+    c = browser_client
+    reason = "a person answered in the helpdesk"
+    notice = Withdrawal(
+        item_id=withdrawn.id,
+        thread=withdrawn.thread,
+        round=withdrawn.round,
+        version=1,
+        ticket_id=withdrawn.thread,
+        reason=reason,
+        at=dt.datetime.now(dt.UTC),
+    )
+    await publish(
+        nats_bus,
+        subjects.INBOX_WITHDRAWN,
+        subjects.INBOX_WITHDRAWN,
+        f"withdrawn:{withdrawn.thread}",
+        notice.model_dump(mode="json"),
+    )
+    page = await page_until(c, f"/items/{withdrawn.id}", 'class="badge status-withdrawn"')
+    assert f"<strong>Withdrawn:</strong> {reason}." in page
+    assert 'id="accept"' not in page and 'id="decide"' not in page
+    refused = await c.post(
+        f"/items/{withdrawn.id}/decide", data={"type": "accept", "version": "1", "csrf": csrf}
+    )
+    assert refused.status_code == 409 and reason in refused.text
+
+    for item in (sent, failed):
+        answer = await c.post(
+            f"/items/{item.id}/decide", data={"type": "accept", "version": "1", "csrf": csrf}
+        )
+        assert answer.status_code == 303
+    page = (await c.get(f"/items/{sent.id}")).text
+    assert 'class="badge status-sending"' in page and 'class="badge status-sent"' not in page
+    assert "the sender is delivering it. Not sent yet." in page
+    assert "the draft above, unchanged" in page  # the decision does not repeat the draft
+    assert page.count(sent.action_request.args["reply"]) == 1
+    listed = (await c.get("/inbox?status=sending")).text
+    assert sent.id in listed and 'class="badge status-sending"' in listed
+
+    key = f"{sent.thread}/r1/send_reply"
+    await publish(
+        nats_bus,
+        subjects.result(REPLY_SENT),
+        REPLY_SENT,
+        event_id(REPLY_SENT, key),
+        {"item_id": sent.id, "outbox_key": key, "channel": "webhook"},
+    )
+    key = f"{failed.thread}/r1/send_reply"
+    await publish(
+        nats_bus,
+        subjects.result(REPLY_FAILED),
+        REPLY_FAILED,
+        event_id(REPLY_FAILED, key),
+        {"item_id": failed.id, "outbox_key": key, "error": "the helpdesk answered 422"},
+    )
+    page = await page_until(c, f"/items/{sent.id}", 'class="badge status-sent"')
+    assert 'class="badge status-sending"' not in page and "Sent to the customer." in page
+    page = await page_until(c, f"/items/{failed.id}", 'class="badge status-failed"')
+    assert "<strong>Sending failed</strong>: the helpdesk answered 422" in page
+
+
+async def test_overdue_items_lead_the_list_and_are_marked(
+    web: str, browser_client: httpx.AsyncClient, nats_bus: Bus
+) -> None:
+    word = uuid.uuid4().hex[:10]
+    now = dt.datetime.now(dt.UTC)
+    old = draft_item(new_thread(), created_at=now - dt.timedelta(hours=5))
+    late = draft_item(new_thread(), created_at=now - dt.timedelta(hours=1))
+    old, late = (i.model_copy(update={"description": f"about {word}"}) for i in (old, late))
+    await waiting(web, nats_bus, old, late)
+    await log_in(browser_client, REVIEWER)
+    page = (await browser_client.get(f"/inbox?text={word}")).text
+    assert page.index(old.id) < page.index(late.id)  # oldest first, until one is overdue
+    notice = Overdue(
+        item_id=late.id,
+        thread=late.thread,
+        version=1,
+        ticket_id=late.thread,
+        day=dt.date(2026, 12, 1),
+        at=now,
+    )
+    await publish(
+        nats_bus,
+        subjects.INBOX_OVERDUE,
+        subjects.INBOX_OVERDUE,
+        f"overdue:{late.thread}",
+        notice.model_dump(mode="json"),
+    )
+    page = await page_until(browser_client, f"/inbox?text={word}", "overdue since 2026-12-01")
+    assert page.index(late.id) < page.index(old.id)
+    row = page[page.index(f'data-item="{late.id}"') :].split("</tr>")[0]
+    assert "overdue since 2026-12-01" in row and 'class=" overdue"' in page
+    assert "overdue since" not in page[page.index(f'data-item="{old.id}"') :].split("</tr>")[0]
+    item = (await browser_client.get(f"/items/{late.id}")).text
+    assert 'id="overdue">overdue since 2026-12-01' in item
+
+
+async def test_a_supervisor_notification_and_its_failure_show_on_the_item(
+    web: str, browser_client: httpx.AsyncClient, nats_bus: Bus
+) -> None:
+    item, other = draft_item(new_thread(), priority="urgent"), draft_item(new_thread())
+    await waiting(web, nats_bus, item, other)
+    await log_in(browser_client, REVIEWER)
+    assert "A supervisor was notified" not in (await browser_client.get(f"/items/{item.id}")).text
+    for kind, channel in ((NOTIFY_SENT, "slack"), (NOTIFY_FAILED, "log")):
+        await publish(
+            nats_bus,
+            subjects.result(kind),
+            kind,
+            event_id(kind, f"notify:helpdesk:{item.thread}:{channel}"),
+            {"ticket_id": item.thread, "channel": channel},
+        )
+    await page_until(browser_client, f"/items/{item.id}", "Notifying a supervisor failed")
+    page = await page_until(browser_client, f"/items/{item.id}", "A supervisor was notified")
+    assert re.search(r"A supervisor was notified \(slack, \d{4}-\d\d-\d\d \d\d:\d\d UTC\)", page)
+    assert "Notifying a supervisor failed (log, " in page
+    unrelated = (await browser_client.get(f"/items/{other.id}")).text
+    assert "A supervisor was notified" not in unrelated and "Notifying a" not in unrelated
+
+
+async def test_the_priority_filter_and_order_are_kept_across_pages(
+    web: str, browser_client: httpx.AsyncClient, nats_bus: Bus
+) -> None:
+    word = uuid.uuid4().hex[:10]
+    start = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=30)  # newer than the other tests'
+    urgent = [
+        draft_item(new_thread(), priority="urgent", created_at=start + dt.timedelta(seconds=n))
+        for n in range(52)
+    ]
+    low = draft_item(new_thread(), priority="low", created_at=start - dt.timedelta(minutes=1))
+    items = [i.model_copy(update={"description": f"about {word}"}) for i in (*urgent, low)]
+    await waiting(web, nats_bus, *items)
+    await log_in(browser_client, REVIEWER)
+    c = browser_client
+
+    by_priority = (await c.get(f"/inbox?text={word}&sort=priority")).text
+    assert low.id not in by_priority  # the oldest, yet after fifty urgent ones
+    following = re.search(r'<a href="([^"]+)">More', by_priority)
+    assert following, "no link to the next page"
+    last = (await c.get(following.group(1).replace("&amp;", "&"))).text
+    assert last.index(urgent[51].id) < last.index(low.id)
+    page = (await c.get(f"/inbox?text={word}&priority=urgent&sort=newest")).text
+    assert page.count('<span class="flag prio-urgent">⚑ urgent</span>') == 50
+    assert low.id not in page
+    assert '<option value="urgent" selected>' in page
+    assert '<option value="newest" selected>' in page
+    more = re.search(r'<a href="([^"]+)">More', page)
+    assert more, "no link to the next page"
+    link = more.group(1).replace("&amp;", "&")
+    assert "priority=urgent" in link and "sort=newest" in link and f"text={word}" in link
+    rest = (await c.get(link)).text
+    assert [urgent[1].id in rest, urgent[0].id in rest, low.id in rest] == [True, True, False]
+    assert urgent[51].id not in rest
+    tab = re.search(r'<a href="([^"]+)">sent', page)
+    assert tab and "priority=urgent" in tab.group(1)
+    await ignore_all(c, items)  # the other tests read the first page of waiting items
+
+
+async def ignore_all(client: httpx.AsyncClient, items: list[InboxItem]) -> None:
+    csrf = csrf_of((await client.get("/inbox")).text)
+    for item in items:
+        form = {"type": "ignore", "version": str(item.version), "csrf": csrf}
+        assert (await client.post(f"/items/{item.id}/decide", data=form)).status_code == 303
 
 
 # -- the edit flow and deciding ----------------------------------------------------------------
@@ -313,6 +664,7 @@ async def test_bad_form_input_gets_a_4xx_page_never_a_500(
     assert (await c.get("/items/T0~v9")).status_code == 404
     assert (await c.get("/inbox?status=lost")).status_code == 422
     assert (await c.get("/inbox?sort=sideways")).status_code == 422
+    assert (await c.get("/inbox?priority=whenever")).status_code == 422
     assert (await c.get("/inbox?cursor=%%%")).status_code == 422
     assert await decisions(nats_bus, draft.thread) == []
     assert "waiting" in (await c.get(f"/items/{draft.id}")).text
@@ -341,7 +693,7 @@ async def test_the_list_filters_and_its_version_stamp_follows_changes(
     assert old.id in shipping and tagged.id not in shipping
     found = (await c.get(f"/inbox?text={word}")).text
     assert tagged.id in found and old.id not in found
-    assert old.id not in (await c.get("/inbox?status=decided")).text
+    assert old.id not in (await c.get("/inbox?status=sent")).text
     assert old.id in (await c.get("/inbox?status=all")).text
 
     stamp = (await c.get("/inbox/version")).json()["version"]
@@ -360,10 +712,21 @@ async def test_a_reviewer_edits_and_sends_the_oldest_draft_in_a_browser(
         pytest.skip("headless browser test needs Debian's chromium package")
     from playwright.async_api import async_playwright
 
+    thread = new_thread()
+    said = conversation(
+        thread,
+        ("customer", "My refund for order 881 never arrived."),
+        ("agent", "Sorry about that, I have asked billing to check."),
+        ("customer", "It is now two weeks. Please send it today."),
+    )
+    reply = "Hi Jane,\n\nWe are looking into your refund.\n\nBest regards,\nThe Support Team"
     oldest = draft_item(
-        new_thread(),
-        reply="Hi Jane,\n\nWe are looking into your refund.\n\nBest regards,\nThe Support Team",
+        thread,
+        reply=reply,
         created_at=NOW - dt.timedelta(days=400),
+        round_id=said[-1].id,
+        conversation=said,
+        priority="urgent",
     ).model_copy(update={"warnings": ["the customer asked twice"]})
     second = draft_item(new_thread(), created_at=NOW - dt.timedelta(days=399))
     await waiting(web, nats_bus, oldest, second)
@@ -385,12 +748,39 @@ async def test_a_reviewer_edits_and_sends_the_oldest_draft_in_a_browser(
             await page.click("form.login button")
             await page.wait_for_url("**/inbox")
 
-            await page.locator("#items tbody tr a").first.click()
+            rows = page.locator("#items tbody")
+            row = rows.locator(f"tr[data-item='{oldest.id}']")
+            flag = row.locator(".flag.prio-urgent")
+            assert await flag.is_visible()
+            assert (await flag.inner_text()).strip().lower() == "⚑ urgent"
+            # overdue items (from other tests) lead the list; then the oldest draft
+            first = rows.locator("tr:not(.overdue) a").first
+            assert await first.get_attribute("href") == f"/items/{oldest.id}"
+            await first.click()
             await page.wait_for_url(f"**/items/{oldest.id}")
-            assert await page.locator("#draft").inner_text() == oldest.action_request.args["reply"]
+            assert await page.locator("#draft").inner_text() == reply
+            assert await page.locator("text=We are looking into your refund.").count() == 1
+            assert (await page.content()).count(reply) == 1
             assert await page.locator("text=the customer asked twice").count() == 1
+            shown = page.locator("#conversation .msg")
+            assert await shown.count() == 3
+            for n, m in enumerate(said):
+                message = shown.nth(n)
+                assert await message.is_visible()
+                assert (await message.locator(".body").inner_text()) == m.body
+                assert await message.get_attribute("class") == (
+                    f"msg {m.author}" + (" answered" if m is said[-1] else "")
+                )
+            assert await page.locator(".msg.agent .name").inner_text() == "Sam from Support"
+            assert await page.locator(".msg.answered .badge.answers").is_visible()
+            assert "jane.doe@example.com" in await page.locator("#ticket").inner_text()
             await page.screenshot(path="/tmp/inbox-detail.png", full_page=True)
 
+            await page.click("#edit-link")
+            await page.wait_for_url(f"**/items/{oldest.id}?edit=1*")
+            assert await page.locator("#reply").input_value() == reply
+            assert await page.locator("#draft").count() == 0
+            assert (await page.content()).count(reply) == 1
             await page.fill("#reply", edited)
             await page.click("text=Preview edit")
             await page.wait_for_url(f"**/items/{oldest.id}/edit")
@@ -402,7 +792,6 @@ async def test_a_reviewer_edits_and_sends_the_oldest_draft_in_a_browser(
             assert await page.locator(".flash").inner_text() == (
                 f"Edited reply approved: {oldest.id}"
             )
-            rows = page.locator("#items tbody")
             assert await rows.locator(f"a[href='/items/{oldest.id}']").count() == 0
             assert await rows.locator(f"a[href='/items/{second.id}']").count() == 1
 

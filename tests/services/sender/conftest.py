@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from desk.helpdesk import ensure_demo
 from desk.natsserver import NatsServer
 from services.sender import store
 from shared import subjects
@@ -26,8 +27,11 @@ SECRET = "whsec_c2VuZGVyLWNoYW5uZWwtc2VjcmV0LTMyYnl0ZXM="
 class Senders:
     def __init__(self, nats: NatsServer, root: Path) -> None:
         self.root = root
+        self.helpdesk_url = f"sqlite:///{root / 'helpdesk.sqlite'}"
+        ensure_demo(self.helpdesk_url)  # the sender re-reads each ticket before a reply leaves
         self.env = {
             "DESK_NATS_URL": nats.url,
+            "DESK_HELPDESK_URL": self.helpdesk_url,
             "DESK_VAR_DIR": str(root / "var"),
             "DESK_RETRY_INITIAL": "0.3",
             "DESK_ACK_WAIT": "3",

@@ -12,7 +12,7 @@ from shared import subjects
 from shared.bus import Bus
 from shared.signatures import standard_verify
 from tests.fakechannel import FakeChannel
-from tests.helpers import eventually
+from tests.helpers import eventually, settled
 from tests.inbox_items import draft_item, publish_decision, publish_item
 from tests.postgres import fresh_schema, url_in
 
@@ -29,16 +29,19 @@ async def test_one_decision_delivered_three_times_is_one_row_and_one_reply_sent(
         await publish_decision(bus, item, "accept", msg_id=f"redelivered-{n}")
     await eventually(lambda: results(bus, "reply.sent"), timeout=15, message="reply.sent")
 
-    async def settled() -> bool:
-        info = await bus.js.consumer_info(subjects.INBOX, "sender")
-        return info.num_pending == 0 and info.num_ack_pending == 0
+    async def handled() -> bool:
+        return await settled(bus.js, subjects.INBOX, "sender", delivered=True)
 
-    await eventually(settled, message="all three decisions handled")
+    await eventually(handled, message="all three decisions handled")
     [row] = senders.outbox()
-    assert (row.key, row.delivery, row.decision_type) == ("T1012/send_reply", "delivered", "accept")
+    assert (row.key, row.delivery, row.decision_type) == (
+        "T1012/r1/send_reply",
+        "delivered",
+        "accept",
+    )
     assert row.final_text == item.action_request.args["reply"]
     [sent] = await results(bus, "reply.sent")
-    assert sent.specversion == "1.0" and sent.id == "reply.sent:T1012/send_reply"
+    assert sent.specversion == "1.0" and sent.id == "reply.sent:T1012/r1/send_reply"
     assert data(sent)["text"] == item.action_request.args["reply"]
     assert data(sent)["reviewer"] == "reviewer"
 
@@ -60,7 +63,7 @@ async def test_an_edit_sends_the_edited_text_through_the_webhook_once(
 
     assert len(fake_channel.requests) == 1
     [request] = fake_channel.requests
-    assert request["headers"]["idempotency-key"] == "T1041/send_reply"
+    assert request["headers"]["idempotency-key"] == "T1041/r1/send_reply"
     standard_verify([SECRET], request["headers"], request["body"])  # signed by the sender
     assert json.loads(request["body"])["reply"] == "Edited by Ana."
     [row] = senders.outbox()
@@ -107,7 +110,7 @@ async def test_a_channel_answering_503_twice_delivers_on_the_third_try_with_grow
     times = [r["at"] for r in fake_channel.requests]
     assert len(times) == 3
     assert times[1] - times[0] >= 0.3 and times[2] - times[1] >= 0.6
-    assert set(fake_channel.keys()) == {"T1020/send_reply"}
+    assert set(fake_channel.keys()) == {"T1020/r1/send_reply"}
     assert [a.outcome for a in senders.audit()] == ["retry", "retry", "delivered"]
 
 
@@ -144,7 +147,7 @@ async def test_an_unknown_outcome_is_rechecked_with_the_same_key_not_sent_as_new
     await publish_item(bus, item)
     await publish_decision(bus, item, "accept")
     await eventually(lambda: results(bus, "reply.sent"), timeout=20, message="delivered")
-    assert fake_channel.keys() == ["T1022/send_reply", "T1022/send_reply"]
+    assert fake_channel.keys() == ["T1022/r1/send_reply", "T1022/r1/send_reply"]
     assert [a.outcome for a in senders.audit()] == ["unknown", "delivered"]
     assert len(await results(bus, "reply.sent")) == 1
 
@@ -162,7 +165,7 @@ async def test_a_channel_down_opens_the_breaker_and_it_closes_after_recovery(
         DESK_RETRY_MAX="0.5",
     )
     process = senders.start()
-    items = [draft_item(f"T20{n}") for n in range(4)]
+    items = [draft_item(t) for t in ("T1002", "T1005", "T1007", "T1009")]
     for item in items:
         await publish_item(bus, item)
         await publish_decision(bus, item, "accept")
@@ -187,15 +190,13 @@ async def test_a_superseded_decision_writes_nothing(bus: Bus, senders: Senders) 
     await publish_item(bus, v2)
 
     async def seen_v2() -> bool:
-        info = await bus.js.consumer_info(subjects.INBOX, "sender-items")
-        return info.num_pending == 0 and info.num_ack_pending == 0
+        return await settled(bus.js, subjects.INBOX, "sender-items", delivered=True)
 
     await eventually(seen_v2, timeout=15, message="both items seen")
     await publish_decision(bus, v1, "accept")
 
     async def handled() -> bool:
-        info = await bus.js.consumer_info(subjects.INBOX, "sender")
-        return info.delivered.stream_seq > 0 and info.num_ack_pending == 0 and info.num_pending == 0
+        return await settled(bus.js, subjects.INBOX, "sender", delivered=True)
 
     await eventually(handled, timeout=15, message="the decision handled")
     assert senders.outbox() == []
@@ -216,11 +217,10 @@ async def test_two_sender_processes_racing_on_one_key_write_one_row(
         for n in range(40):
             await publish_decision(bus, item, "accept", msg_id=f"race-{n}")
 
-        async def settled() -> bool:
-            info = await bus.js.consumer_info(subjects.INBOX, "sender")
-            return info.num_pending == 0 and info.num_ack_pending == 0
+        async def handled() -> bool:
+            return await settled(bus.js, subjects.INBOX, "sender", delivered=True)
 
-        await eventually(settled, timeout=30, message="forty decisions handled")
+        await eventually(handled, timeout=30, message="forty decisions handled")
         await eventually(lambda: results(bus, "reply.sent"), timeout=10, message="reply.sent")
         assert len(senders.outbox()) == 1
         assert len(await results(bus, "reply.sent")) == 1

@@ -1,0 +1,345 @@
+"""Supervisor notifications: the router's `notify` target, posted to a Slack-compatible webhook.
+
+For each routed event on `work.notify.<type>`, once: a short message naming the ticket (loaded
+from the helpdesk when it can be, else what the event says) is posted as `{"text": …}` to an
+incoming webhook, behind timeouts, a circuit breaker and a rate limit like the reply channel.
+Without a webhook the notification is logged and counted, and still recorded as sent (`log`).
+
+| webhook answer                        | outcome                                           |
+|---------------------------------------|---------------------------------------------------|
+| 2xx                                   | `notify.sent`                                     |
+| 429, 5xx, no connection, timeout      | retried with backoff (Retry-After honoured)       |
+| other 4xx                             | `notify.failed`, not retried                      |
+| retryable, on the last allowed attempt| `notify.failed`                                   |
+
+A post whose answer never came (a read timeout) is retried, so a webhook that was slow but did
+receive it may show the message twice: incoming webhooks take no idempotency key, and a missed
+urgent ticket costs more than a repeated line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+from prometheus_client import Counter
+from sqlalchemy.engine import Engine
+
+from shared import ids, jsonpath, subjects
+from shared.consumer import Delivery
+from shared.envelope import Envelope
+from shared.errors import BusinessReject, PermanentError, TransientError
+from shared.ledger import Ledger
+from shared.logging import redact
+from shared.results import NOTIFY_FAILED, NOTIFY_SENT, event_id
+from shared.source import SourceSystem, Ticket
+from shared.source.events import TicketRef, ticket_ref
+
+from . import notifications
+from .breaker import CircuitBreaker
+from .ratelimit import TokenBucket
+from .relay import Relay
+from .store import ResultRow, now
+
+log = logging.getLogger(__name__)
+
+TARGET = "notify"  # the router's target name: work items arrive on work.notify.<type>
+SLACK = "slack"
+LOG = "log"
+
+NOTIFICATIONS = Counter(
+    "desk_sender_notifications_total",
+    "Supervisor notifications, by channel (slack, log) and outcome (sent, failed, retry, "
+    "duplicate).",
+    ["channel", "outcome"],
+)
+
+Outcome = Literal["sent", "failed", "retry"]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    outcome: Outcome
+    status_code: int | None
+    error: str | None = None
+    retry_after: float | None = None
+
+
+class SlackWebhook:
+    """One incoming webhook. `post` makes at most one call and never raises for its answer."""
+
+    name = SLACK
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        connect_timeout: float,
+        read_timeout: float,
+        breaker: CircuitBreaker,
+        bucket: TokenBucket,
+    ) -> None:
+        self.url = url  # a secret: it carries the webhook's token; never logged
+        self.breaker = breaker
+        self.bucket = bucket
+        self.client = httpx.AsyncClient(
+            timeout=httpx.Timeout(read_timeout, connect=connect_timeout)
+        )
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    async def post(self, text: str) -> Attempt:
+        """One attempt; raises TransientError when the breaker or the rate limit says wait."""
+        if not self.breaker.allow():
+            raise TransientError("notify circuit open", retry_after=self.breaker.retry_after())
+        if not await self.bucket.take(max_wait=5.0):
+            self.breaker.release()  # no call made: hand back a half-open probe slot, if taken
+            raise TransientError("notify rate limit", retry_after=self.bucket.wait_time())
+        try:
+            response = await self.client.post(self.url, json={"text": text})
+        except httpx.HTTPError as exc:  # no connection, a timeout, a broken exchange
+            self.breaker.record(False)
+            return Attempt("retry", None, f"no answer: {exc.__class__.__name__}")
+        code = response.status_code
+        if 200 <= code < 300:
+            self.breaker.record(True)
+            return Attempt("sent", code)
+        if code == 429 or code >= 500:
+            self.breaker.record(False)
+            return Attempt("retry", code, f"answered {code}", _retry_after(response))
+        self.breaker.record(True)  # the webhook works; it refused this message for good
+        return Attempt("failed", code, f"refused with {code}: {response.text[:200]}")
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        return max(0.0, float(response.headers.get("retry-after", "")))
+    except ValueError:
+        return None
+
+
+class Notifier:
+    def __init__(
+        self,
+        engine: Engine,
+        relay: Relay,
+        webhook: SlackWebhook | None,
+        source: SourceSystem | None,
+        ledger: Ledger,
+        *,
+        max_deliver: int,
+        lease_ttl: float,
+        lease_wait: float,
+    ) -> None:
+        self.engine = engine
+        self.relay = relay
+        self.webhook = webhook
+        self.source = source
+        self.ledger = ledger
+        self.max_deliver = max_deliver
+        self.lease_ttl = lease_ttl
+        self.lease_wait = lease_wait
+
+    @property
+    def channel(self) -> str:
+        return self.webhook.name if self.webhook else LOG
+
+    async def close(self) -> None:
+        if self.webhook is not None:
+            await self.webhook.close()
+        if self.source is not None:
+            await self.source.close()
+
+    async def on_event(self, delivery: Delivery[Envelope]) -> None:
+        envelope = delivery.body
+        event_type = _event_type(delivery.subject)
+        if envelope.type != event_type:
+            raise PermanentError(f"a {envelope.type} event on the subject of {event_type}")
+        ref = ticket_ref(envelope.data)
+        ticket_id = ref.ticket_id if ref and ref.ticket_id else None
+        key = ids.notify(envelope.id)  # the event's id, not this copy's: a duplicate matches
+        # One worker per key at a time (across replicas); the UNIQUE key stops a second row.
+        async with self.ledger.lease(key, ttl=self.lease_ttl, wait=self.lease_wait):
+            row = await asyncio.to_thread(
+                notifications.begin,
+                self.engine,
+                notifications.NotificationRow(
+                    key=key,
+                    ticket_id=ticket_id,
+                    event_id=envelope.id,
+                    event_type=event_type,
+                    channel=self.channel,
+                    created_at=now(),
+                ),
+            )
+            if row.status in notifications.FINAL:
+                NOTIFICATIONS.labels(row.channel, "duplicate").inc()
+                raise BusinessReject(f"{key} was already {row.status}", outcome="duplicate")
+            ticket = await self._ticket(ref)
+            await self._notify(row, message(envelope, ref, ticket), delivery.attempt)
+        self.relay.wake()
+
+    async def _ticket(self, ref: TicketRef | None) -> Ticket | None:
+        """The ticket for a richer message, or None: the message then says what the event says."""
+        if ref is None or not ref.ticket_id or self.source is None:
+            return None
+        try:
+            return await self.source.get_ticket(ref.ticket_id)
+        except (PermanentError, TransientError) as exc:
+            log.warning("ticket %s not loaded for its notification: %s", ref.ticket_id, exc)
+            return None
+
+    async def _notify(self, row: notifications.NotificationRow, text: str, attempt: int) -> None:
+        if self.webhook is None:
+            log.info(
+                "supervisor notification for %s (%s) logged: no DESK_NOTIFY_WEBHOOK_URL",
+                row.ticket_id or "an event without a ticket",
+                row.event_type,
+            )
+            await self._settle(row, LOG, "sent", None, None, attempted=True)
+            return
+        final = attempt >= self.max_deliver
+        try:
+            outcome = await self.webhook.post(text)
+        except TransientError as exc:  # the breaker or the rate limit: no call was made
+            NOTIFICATIONS.labels(SLACK, "retry").inc()
+            if not final:
+                raise
+            await self._settle(row, SLACK, "failed", None, str(exc), attempted=False)
+            return
+        if outcome.outcome == "sent":
+            await self._settle(row, SLACK, "sent", outcome.status_code, None, attempted=True)
+            return
+        if outcome.outcome == "failed" or final:
+            await self._settle(
+                row, SLACK, "failed", outcome.status_code, outcome.error, attempted=True
+            )
+            return
+        NOTIFICATIONS.labels(SLACK, "retry").inc()
+        await asyncio.to_thread(
+            notifications.update,
+            self.engine,
+            row.key,
+            status="pending",
+            channel=SLACK,
+            status_code=outcome.status_code,
+            error=outcome.error,
+            attempted=True,
+            result=None,
+        )
+        raise TransientError(outcome.error or "notify failed", retry_after=outcome.retry_after)
+
+    async def _settle(
+        self,
+        row: notifications.NotificationRow,
+        channel: str,
+        status: Literal["sent", "failed"],
+        status_code: int | None,
+        error: str | None,
+        *,
+        attempted: bool,
+    ) -> None:
+        data: dict[str, Any] = {
+            "ticket_id": row.ticket_id,
+            "event_id": row.event_id,
+            "event_type": row.event_type,
+            "channel": channel,
+            "status_code": status_code,
+        }
+        if status == "failed":
+            data["error"] = redact(error or "")[:500]
+            log.warning("supervisor notification %s failed: %s", row.key, error)
+        kind = NOTIFY_SENT if status == "sent" else NOTIFY_FAILED
+        result = ResultRow(
+            id=event_id(kind, row.key),
+            type=kind,
+            subject=row.ticket_id,
+            data=data,
+            created_at=now(),
+        )
+        await asyncio.to_thread(
+            notifications.update,
+            self.engine,
+            row.key,
+            status=status,
+            channel=channel,
+            status_code=status_code,
+            error=error,
+            attempted=attempted,
+            result=result,
+        )
+        NOTIFICATIONS.labels(channel, status).inc()
+
+
+def _event_type(subject: str) -> str:
+    """The event type a work subject names; believed over what the body says about itself."""
+    prefix = subjects.work_for(TARGET).removesuffix(">")
+    if not subject.startswith(prefix) or len(subject) == len(prefix):
+        raise PermanentError(f"not a {TARGET} work subject: {subject!r}")
+    return subject[len(prefix) :]
+
+
+# -- the message (pure) ----------------------------------------------------------------------
+
+SUBJECT_PATHS = ("data.subject", "data.ticket.subject", "subject", "Subject")
+NAME_PATHS = ("data.customer.name", "data.ticket.customer.name", "customer.name", "FromName")
+MAX_SUBJECT = 150
+
+
+def message(envelope: Envelope, ref: TicketRef | None, ticket: Ticket | None) -> str:
+    """`Urgent ticket T1008 — "Locked out …" from Mateus Oliveira. Review it in the inbox.`
+
+    No e-mail address or phone number: a name only, and anything that looks like either masked.
+    """
+    subject: str | None
+    name: str | None
+    if ticket is not None:
+        what = f"Urgent ticket {ticket.id}"
+        subject, name = ticket.subject, ticket.customer.name
+    else:
+        body = envelope.data
+        subject, name = _text(body, SUBJECT_PATHS), _text(body, NAME_PATHS) or _from_name(body)
+        if ref is not None and ref.ticket_id:
+            what = f"Urgent ticket {ref.ticket_id}"
+        elif isinstance(body, dict) and "From" in body:
+            what = "Urgent e-mail"
+        else:
+            what = f"Urgent {envelope.type} event"
+        if not subject:
+            what += f" ({envelope.type})"
+    text = what
+    if subject:
+        text += f' — "{_clean(subject, MAX_SUBJECT)}"'
+    if name:
+        text += f" from {_clean(name, 80)}"
+    return _escape(text) + ". Review it in the inbox."
+
+
+def _text(body: Any, paths: tuple[str, ...]) -> str | None:
+    for path in paths:
+        value = jsonpath.lookup(body, path)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def _from_name(body: Any) -> str | None:
+    """The display name of a mail's `From` ("Jane Doe <jane@…>"), never the address."""
+    sender = jsonpath.lookup(body, "From")
+    if not isinstance(sender, str) or "<" not in sender:
+        return None
+    return sender.split("<")[0].strip().strip('"') or None
+
+
+def _clean(value: str, limit: int) -> str:
+    text = redact(" ".join(value.split()))
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _escape(text: str) -> str:
+    """Slack's three control characters, so a subject cannot forge a link or a `<!channel>`."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

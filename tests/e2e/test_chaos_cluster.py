@@ -1,0 +1,10 @@
+"""The fault suite at CI size with the broker as a three-node cluster (R3 streams), killing the
+node that leads the events stream: every invariant line, and every stream back at R3."""
+
+from __future__ import annotations
+
+from .test_chaos import run_small
+
+
+def test_chaos_small_run_on_a_cluster_keeps_every_invariant() -> None:
+    run_small(["--cluster"])

@@ -1,0 +1,299 @@
+"""A ticket is a conversation: each customer message gets its round, a waiting draft follows
+what happens in the helpdesk (superseded, withdrawn, overdue), and stale tickets waiting on the
+customer get one follow-up a day. A real drafter process, a real helpdesk database, FakeLLM."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from shared import ids, subjects
+from shared.bus import Bus
+from shared.envelope import Envelope
+from shared.inbox import InboxItem, Overdue, Withdrawal
+from shared.source.events import ticket_event
+from shared.source.sql import SqlSource
+from tests.fakellm import FakeLLM
+from tests.helpers import eventually, messages
+
+from .conftest import Harness, decide, items, send_event, settled
+
+
+def helpdesk(harness: Harness) -> SqlSource:
+    return SqlSource(harness.helpdesk_url)
+
+
+async def notices(bus: Bus, subject: str) -> list[Envelope]:
+    return [
+        Envelope.model_validate_json(m.data)
+        for m in await messages(bus.js, subjects.INBOX)
+        if m.subject == subject
+    ]
+
+
+async def item_count(bus: Bus, n: int) -> bool:
+    return len(await items(bus)) >= n
+
+
+async def test_a_customer_message_after_the_answer_is_a_new_round_with_its_own_item(
+    bus: Bus, harness: Harness
+) -> None:
+    harness.start()
+    await send_event(bus, "T1012", "evt_1")
+    await eventually(lambda: items(bus), timeout=20, message="round one's item")
+    [v1] = await items(bus)
+    await decide(bus, v1, "accept")
+    await eventually(lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="resumed")
+
+    # the same event again, and a backfill of it, change nothing: the round is answered
+    await send_event(bus, "T1012", "evt_1", router_msg_id="redelivered-1")
+    _, message = helpdesk(harness).add_message("T1012", "Any news? Still two charges.")
+    await send_event(bus, "T1012", "evt_2", event_type="ticket.message.created")
+    await eventually(lambda: item_count(bus, 2), timeout=20, message="round two's item")
+    await eventually(lambda: settled(bus), message="every event handled")
+
+    v1_, v2 = await items(bus)
+    assert v1_.id == v1.id and len(await items(bus)) == 2
+    assert (v2.version, v2.round, v2.round_messages) == (2, message.id, [message.id])
+    assert v2.round != v1.round
+    assert [m.id for m in v2.conversation][-1] == message.id
+    stored = {m.headers["Nats-Msg-Id"] for m in await messages(bus.js, subjects.INBOX)}
+    assert ids.inbox_item("T1012", message.id, 2) in stored
+
+
+async def test_a_customer_message_while_a_draft_waits_supersedes_it_answering_both(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    harness.start()
+    await send_event(bus, "T1041", "evt_1")
+    await eventually(lambda: items(bus), timeout=20, message="the first draft")
+    [v1] = await items(bus)
+    _, message = helpdesk(harness).add_message("T1041", "Also, can I get the invoice as PDF?")
+    await send_event(bus, "T1041", "evt_2", event_type="ticket.message.created")
+    await eventually(lambda: item_count(bus, 2), timeout=20, message="the redraft")
+
+    v2 = (await items(bus))[1]
+    assert v2.version == 2 and v2.cause == "the customer wrote again"
+    assert v2.round == message.id and v2.round_messages == [v1.round, message.id]
+    assert v2.trigger.event_id == "helpdesk:evt_2"
+    last_prompt = fake_llm.requests[-1]["messages"][-1]["content"]
+    assert "invoice as PDF" in last_prompt and "INV-2026-1187" in last_prompt  # both messages
+
+    await decide(bus, v1, "accept")  # a decision on the superseded version is refused
+    await eventually(lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="refused")
+    assert len(await items(bus)) == 2
+
+
+async def test_an_agent_reply_in_the_helpdesk_withdraws_the_waiting_draft(
+    bus: Bus, harness: Harness
+) -> None:
+    harness.start()
+    await send_event(bus, "T1003", "evt_1")
+    await eventually(lambda: items(bus), timeout=20, message="the draft")
+    [v1] = await items(bus)
+    helpdesk(harness).add_message("T1003", "Fixed in 4.2.2, please update.", author="agent")
+    await send_event(bus, "T1003", "evt_2", event_type="ticket.message.created")
+    await eventually(
+        lambda: notices(bus, subjects.INBOX_WITHDRAWN), timeout=20, message="the withdrawal"
+    )
+    [notice] = await notices(bus, subjects.INBOX_WITHDRAWN)
+    withdrawal = Withdrawal.model_validate(notice.data)
+    assert (withdrawal.item_id, withdrawal.reason) == (v1.id, "a person answered in the helpdesk")
+
+    await decide(bus, v1, "accept")  # the thread no longer waits: refused, nothing drafted
+    await eventually(lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="refused")
+    assert len(await items(bus)) == 1
+    assert len(await notices(bus, subjects.INBOX_WITHDRAWN)) == 1
+
+
+async def test_closing_the_ticket_withdraws_the_waiting_draft(bus: Bus, harness: Harness) -> None:
+    harness.start()
+    await send_event(bus, "T1002", "evt_1")
+    await eventually(lambda: items(bus), timeout=20, message="the draft")
+    helpdesk(harness).set_status("T1002", "closed")
+    await send_event(bus, "T1002", "evt_2", event_type="ticket.closed")
+    await eventually(
+        lambda: notices(bus, subjects.INBOX_WITHDRAWN), timeout=20, message="the withdrawal"
+    )
+    [notice] = await notices(bus, subjects.INBOX_WITHDRAWN)
+    assert Withdrawal.model_validate(notice.data).reason == "the ticket was closed"
+
+
+async def stale_event(bus: Bus, ticket: str, day: dt.date, *, copy: int = 0) -> None:
+    """What the reconciler publishes for a stale ticket (the router forwards it)."""
+    key = ids.stale(ticket, day)
+    body = ticket_event("ticket.stale", ticket, event_id=key, date=day.isoformat())
+    envelope = Envelope(id=key, source="reconciler", type="ticket.stale", data=body)
+    await bus.publish(
+        subjects.work("drafter", "ticket.stale"),
+        envelope.to_bytes(),
+        msg_id=f"{ids.router(key, 'drafter')}#{copy}",  # copy > 0: past the broker's window
+    )
+
+
+async def test_a_stale_scan_marks_a_waiting_draft_overdue_and_adds_no_item(
+    bus: Bus, harness: Harness
+) -> None:
+    harness.start()
+    await send_event(bus, "T1005", "evt_1")
+    await eventually(lambda: items(bus), timeout=20, message="the draft")
+    day = dt.date(2026, 12, 1)
+    await stale_event(bus, "T1005", day)
+    await stale_event(bus, "T1005", day, copy=1)  # a second scan, another replica
+    await eventually(lambda: notices(bus, subjects.INBOX_OVERDUE), timeout=20, message="overdue")
+    await eventually(lambda: settled(bus), message="both reminders handled")
+    [item] = await items(bus)
+    [notice] = await notices(bus, subjects.INBOX_OVERDUE)  # once a day, however many scans
+    overdue = Overdue.model_validate(notice.data)
+    assert (overdue.item_id, overdue.day) == (item.id, day)
+
+
+async def test_a_ticket_waiting_on_the_customer_gets_one_follow_up_a_day(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    harness.start()
+    await send_event(bus, "T1009", "evt_1")
+    await eventually(lambda: items(bus), timeout=20, message="the answer")
+    [v1] = await items(bus)
+    await decide(bus, v1, "accept")
+    await eventually(lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="sent")
+    helpdesk(harness).add_message("T1009", v1.action_request.args["reply"], author="agent")
+
+    day = dt.date(2026, 12, 1)
+    for copy in range(2):  # two scans, or two reconciler replicas
+        await stale_event(bus, "T1009", day, copy=copy)
+    await eventually(lambda: item_count(bus, 2), timeout=20, message="the follow-up")
+    await eventually(lambda: settled(bus), message="both reminders handled")
+    follow_up = (await items(bus))[-1]
+    assert len(await items(bus)) == 2
+    assert (follow_up.round, follow_up.round_kind) == ("followup-2026-12-01", "followup")
+    assert '"followup": true' in fake_llm.requests[-1]["messages"][-1]["content"]
+    assert follow_up.cause and "follow-up" in follow_up.cause
+
+    await decide(bus, follow_up, "ignore")
+    await eventually(lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="ignored")
+    await stale_event(bus, "T1009", day, copy=2)  # the same day again: nothing more
+    await stale_event(bus, "T1009", day + dt.timedelta(days=1))  # the next day: one more
+    await eventually(lambda: item_count(bus, 3), timeout=20, message="the next day's follow-up")
+    await eventually(lambda: settled(bus), message="reminders handled")
+    assert [i.round for i in await items(bus)][-1] == "followup-2026-12-02"
+    assert len(await items(bus)) == 3
+
+
+async def mail_event(bus: Bus, message_id: str, body: str, **headers: str) -> None:
+    event_id = ids.ingress("email", message_id)
+    data = {
+        "MessageID": message_id,
+        "From": "Jane Doe <jane@example.com>",
+        "Subject": "Printer on fire",
+        "TextBody": body,
+        **headers,
+    }
+    envelope = Envelope(id=event_id, source="email", type="email.received", data=data)
+    await bus.publish(
+        subjects.work("drafter", "email.received"),
+        envelope.to_bytes(),
+        msg_id=ids.router(event_id, "drafter"),
+    )
+
+
+async def test_a_reply_mail_joins_the_first_mails_conversation(bus: Bus, harness: Harness) -> None:
+    harness.start()
+    await mail_event(bus, "first@mail.example", "My printer is on fire.")
+    await eventually(lambda: items(bus), timeout=20, message="the first mail's draft")
+    [v1] = await items(bus)
+    await decide(bus, v1, "accept")
+    await eventually(lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="sent")
+
+    await mail_event(
+        bus,
+        "second@mail.example",
+        "It is still burning.",
+        InReplyTo="<first@mail.example>",
+        References="<first@mail.example>",
+    )
+    await eventually(lambda: item_count(bus, 2), timeout=20, message="the reply mail's draft")
+    v2: InboxItem = (await items(bus))[1]
+    assert v2.thread == v1.thread and v2.version == 2
+    bodies = [m.body for m in v2.conversation]
+    assert bodies[0] == "My printer is on fire." and bodies[-1] == "It is still burning."
+    assert [m.author for m in v2.conversation] == ["customer", "agent", "customer"]
+    assert v2.round != v1.round and not v2.in_helpdesk
+
+
+async def test_a_customer_message_after_an_answer_that_overtook_the_draft_is_not_lost(
+    bus: Bus, harness: Harness
+) -> None:
+    """The draft waits; an agent answers and the customer writes again before the drafter
+    hears of either: the draft is withdrawn and the customer's new message gets its round."""
+    harness.start()
+    await send_event(bus, "T1007", "evt_1")
+    await eventually(lambda: items(bus), timeout=20, message="the draft")
+    helpdesk(harness).add_message("T1007", "Yes, we ship to Switzerland.", author="agent")
+    _, message = helpdesk(harness).add_message("T1007", "Great, and how long does it take?")
+    await send_event(bus, "T1007", "evt_2", event_type="ticket.message.created")
+    await eventually(lambda: item_count(bus, 2), timeout=20, message="the next round's draft")
+    await eventually(lambda: settled(bus), message="the event handled")
+    [notice] = await notices(bus, subjects.INBOX_WITHDRAWN)
+    assert Withdrawal.model_validate(notice.data).reason == "a person answered in the helpdesk"
+    v2 = (await items(bus))[1]
+    assert (v2.round, v2.round_messages) == (message.id, [message.id])
+
+
+async def publish_reply_withdrawn(bus: Bus, item: InboxItem, n: int = 0) -> None:
+    """What the sender publishes when the customer wrote again before an approved reply left."""
+    key = ids.outbox(item.thread, item.round, "send_reply")
+    envelope = Envelope(
+        id=f"reply.withdrawn:{key}",
+        source="/desk/sender",
+        type="reply.withdrawn",
+        data={
+            "outbox_key": key,
+            "item_id": item.id,
+            "thread": item.thread,
+            "round": item.round,
+            "ticket_id": item.ticket_id,
+            "reason": "the customer wrote again",
+        },
+    )
+    await bus.publish(
+        subjects.result("reply.withdrawn"), envelope.to_bytes(), msg_id=f"{envelope.id}#{n}"
+    )
+
+
+async def test_a_reply_withdrawn_before_delivery_leaves_its_messages_to_the_next_draft(
+    bus: Bus, harness: Harness
+) -> None:
+    """Approved, then the customer wrote before it went out (the sender withdrew it): the
+    next draft answers both messages, whichever of the two news reaches the drafter first."""
+    harness.start()
+    await send_event(bus, "T1017", "evt_1")
+    await send_event(bus, "T1013", "evt_2")
+    await eventually(lambda: item_count(bus, 2), timeout=20, message="both drafts")
+    first = {i.thread: i for i in await items(bus)}
+    for ticket in ("T1017", "T1013"):
+        await decide(bus, first[ticket], "accept")
+    await eventually(lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="accepted")
+    late = {t: helpdesk(harness).add_message(t, "One more thing!")[1] for t in ("T1017", "T1013")}
+
+    # T1017: the withdrawal arrives first, then the message's own event
+    await publish_reply_withdrawn(bus, first["T1017"])
+    await eventually(lambda: item_count(bus, 3), timeout=20, message="T1017's next draft")
+    await send_event(bus, "T1017", "evt_3", event_type="ticket.message.created")
+    # T1013: the message's event first (a draft for it alone), then the withdrawal
+    await send_event(bus, "T1013", "evt_4", event_type="ticket.message.created")
+    await eventually(lambda: item_count(bus, 4), timeout=20, message="T1013's second draft")
+    await publish_reply_withdrawn(bus, first["T1013"])
+    await publish_reply_withdrawn(bus, first["T1013"], n=1)  # and once more
+    await eventually(lambda: item_count(bus, 5), timeout=20, message="T1013's third draft")
+    await eventually(lambda: settled(bus), message="every event handled")
+    await eventually(lambda: settled(bus, subjects.RESULTS, "drafter-results"), message="results")
+
+    by_ticket: dict[str, list[InboxItem]] = {}
+    for item in await items(bus):
+        by_ticket.setdefault(item.thread, []).append(item)
+    assert [i.version for i in by_ticket["T1017"]] == [1, 2]
+    assert [i.version for i in by_ticket["T1013"]] == [1, 2, 3]
+    for ticket in ("T1017", "T1013"):
+        latest = by_ticket[ticket][-1]
+        assert latest.round_messages == [first[ticket].round, late[ticket].id]
+        assert latest.cause == "the approved reply was withdrawn: the customer wrote again"

@@ -1,0 +1,270 @@
+"""Supervisor notifications: real sender processes on a real nats-server, a seeded demo helpdesk,
+and a real local HTTP server standing in for the Slack-compatible incoming webhook."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from desk.helpdesk import ensure_demo
+from services.sender import notifications
+from services.sender.notifier import message
+from shared import ids, subjects
+from shared.bus import Bus
+from shared.db import database_url, make_engine
+from shared.envelope import Envelope
+from shared.source.events import ticket_event, ticket_ref
+from tests.fakechannel import FakeChannel
+from tests.helpers import eventually
+
+from .conftest import Senders, data, results
+
+T1008_TEXT = (
+    'Urgent ticket T1008 — "Locked out after changing phone (2FA)" from Mateus Oliveira. '
+    "Review it in the inbox."
+)
+
+
+@pytest.fixture
+def helpdesk(senders: Senders, tmp_path: Path) -> str:
+    """The seeded demo helpdesk the sender loads tickets from."""
+    url = f"sqlite:///{tmp_path / 'helpdesk.sqlite'}"
+    ensure_demo(url)
+    senders.env["DESK_HELPDESK_URL"] = url
+    return url
+
+
+def webhook(senders: Senders, channel: FakeChannel) -> None:
+    senders.env.update({"DESK_NOTIFY_WEBHOOK_URL": channel.url, "DESK_NOTIFY_READ_TIMEOUT": "1"})
+
+
+def urgent_event(ticket: str, event_id: str, **data: Any) -> Envelope:
+    """What the router publishes on work.notify.<type> for an urgent helpdesk ticket event."""
+    body = ticket_event("ticket.created", ticket, event_id=event_id, priority="urgent", **data)
+    return Envelope(
+        id=ids.ingress("helpdesk", event_id), source="helpdesk", type="ticket.created", data=body
+    )
+
+
+async def route(bus: Bus, envelope: Envelope, msg_id: str | None = None) -> None:
+    await bus.publish(
+        subjects.work("notify", envelope.type),
+        envelope.to_bytes(),
+        msg_id=msg_id or ids.router(envelope.id, "notify"),
+    )
+
+
+async def settled(bus: Bus) -> bool:
+    info = await bus.js.consumer_info(subjects.WORK, "sender-notify")
+    return info.num_pending == 0 and info.num_ack_pending == 0
+
+
+async def published(bus: Bus, kind: str, n: int = 1) -> bool:
+    return len(await results(bus, kind)) >= n
+
+
+def rows(senders: Senders) -> list[notifications.NotificationRow]:
+    engine = make_engine(database_url(None, senders.root / "var", "sender"))
+    try:
+        return notifications.rows(engine)
+    finally:
+        engine.dispose()
+
+
+def texts(channel: FakeChannel) -> list[str]:
+    return [json.loads(r["body"])["text"] for r in channel.requests]
+
+
+async def test_an_urgent_ticket_posts_one_message_and_publishes_notify_sent_once(
+    bus: Bus, senders: Senders, fake_channel: FakeChannel, helpdesk: str
+) -> None:
+    webhook(senders, fake_channel)
+    senders.start()
+    event = urgent_event("T1008", "evt_urgent_1")
+    await route(bus, event)
+    await eventually(lambda: published(bus, "notify.sent"), timeout=15, message="notify.sent")
+
+    # the same event again, past the broker's duplicate window (another Nats-Msg-Id), twice
+    await route(bus, event, msg_id="beyond-the-window-1")
+    await route(bus, event, msg_id="beyond-the-window-2")
+    await eventually(lambda: settled(bus), timeout=15, message="the duplicates handled")
+
+    assert texts(fake_channel) == [T1008_TEXT]
+    assert fake_channel.requests[0]["headers"]["content-type"] == "application/json"
+    [sent] = await results(bus, "notify.sent")
+    key = ids.notify(event.id)
+    assert (sent.specversion, sent.id, sent.source) == ("1.0", f"notify.sent:{key}", "/desk/sender")
+    assert sent.subject == "T1008"
+    assert data(sent) == {
+        "ticket_id": "T1008",
+        "event_id": "helpdesk:evt_urgent_1",
+        "event_type": "ticket.created",
+        "channel": "slack",
+        "status_code": 200,
+    }
+    assert await results(bus, "notify.failed") == []
+    [row] = rows(senders)
+    assert (row.key, row.status, row.attempts, row.channel) == (key, "sent", 1, "slack")
+
+
+async def test_a_500_then_a_200_is_one_success_after_the_retry_after(
+    bus: Bus, senders: Senders, fake_channel: FakeChannel, helpdesk: str
+) -> None:
+    fake_channel.fail_next(500)
+    fake_channel.retry_after = "2"
+    webhook(senders, fake_channel)
+    senders.start()
+    await route(bus, urgent_event("T1008", "evt_urgent_2"))
+    await eventually(lambda: published(bus, "notify.sent"), timeout=20, message="notify.sent")
+    await eventually(lambda: settled(bus), timeout=10, message="the event handled")
+
+    assert texts(fake_channel) == [T1008_TEXT, T1008_TEXT]
+    first, second = (r["at"] for r in fake_channel.requests)
+    assert second - first >= 1.9  # Retry-After: 2 wins over the 0.3 s backoff
+    assert len(await results(bus, "notify.sent")) == 1
+    [row] = rows(senders)
+    assert (row.status, row.attempts, row.status_code) == ("sent", 2, 200)
+
+
+async def test_a_400_fails_with_notify_failed_and_no_retry(
+    bus: Bus, senders: Senders, fake_channel: FakeChannel, helpdesk: str
+) -> None:
+    fake_channel.fail_next(400, times=5)
+    fake_channel.error_text = "invalid_payload for mateus.oliveira@example.com"
+    webhook(senders, fake_channel)
+    senders.start()
+    await route(bus, urgent_event("T1008", "evt_urgent_3"))
+    await eventually(lambda: published(bus, "notify.failed"), timeout=15, message="notify.failed")
+    await eventually(lambda: settled(bus), timeout=10, message="the event handled")
+
+    assert len(fake_channel.requests) == 1
+    [failed] = await results(bus, "notify.failed")
+    assert failed.subject == "T1008"
+    assert (data(failed)["channel"], data(failed)["status_code"]) == ("slack", 400)
+    assert "400" in data(failed)["error"]
+    assert "mateus.oliveira@example.com" not in data(failed)["error"]
+    assert await results(bus, "notify.sent") == []
+    [row] = rows(senders)
+    assert (row.status, row.attempts) == ("failed", 1)
+
+
+async def test_without_a_webhook_the_notification_is_logged_and_recorded_as_sent(
+    bus: Bus, senders: Senders, helpdesk: str
+) -> None:
+    process = senders.start()
+    event = urgent_event("T1008", "evt_urgent_4")
+    await route(bus, event)
+    await eventually(lambda: published(bus, "notify.sent"), timeout=15, message="notify.sent")
+    await route(bus, event, msg_id="beyond-the-window")
+    await eventually(lambda: settled(bus), timeout=10, message="the duplicate handled")
+
+    [sent] = await results(bus, "notify.sent")
+    assert data(sent) == {
+        "ticket_id": "T1008",
+        "event_id": "helpdesk:evt_urgent_4",
+        "event_type": "ticket.created",
+        "channel": "log",
+        "status_code": None,
+    }
+    log = process.log.read_text()
+    [line] = [line for line in log.splitlines() if "notification for T1008" in line]
+    assert "logged" in line
+    assert "mateus" not in log.lower() and "Locked out" not in log
+
+
+async def test_a_sender_killed_while_a_retry_waits_is_finished_by_the_next_one(
+    bus: Bus, senders: Senders, fake_channel: FakeChannel, helpdesk: str
+) -> None:
+    fake_channel.fail_next(503)
+    fake_channel.retry_after = "3"
+    webhook(senders, fake_channel)
+    first = senders.start()
+    await route(bus, urgent_event("T1008", "evt_urgent_5"))
+    await eventually(lambda: any(r.attempts == 1 for r in rows(senders)), message="the 503")
+    first.kill()
+
+    senders.start()  # the killed one's delivery comes back after ack_wait, or after the nak
+    await eventually(lambda: published(bus, "notify.sent"), timeout=20, message="notify.sent")
+    assert texts(fake_channel) == [T1008_TEXT, T1008_TEXT]
+    assert len(await results(bus, "notify.sent")) == 1
+    [row] = rows(senders)
+    assert (row.status, row.attempts) == ("sent", 2)
+
+
+async def test_killed_between_commit_and_publish_notify_sent_is_published_once(
+    bus: Bus, senders: Senders, fake_channel: FakeChannel, helpdesk: str
+) -> None:
+    info = await bus.js.stream_info(subjects.RESULTS)
+    info.config.subjects = ["results.nothing"]  # the relay cannot publish: held after the commit
+    await bus.js.update_stream(info.config)
+    webhook(senders, fake_channel)
+    first = senders.start(DESK_PROVISION="false")
+    event = urgent_event("T1008", "evt_urgent_6")
+    await route(bus, event)
+    await eventually(lambda: [r.status for r in rows(senders)] == ["sent"], message="the commit")
+    first.kill()
+
+    info.config.subjects = ["results.>"]
+    await bus.js.update_stream(info.config)
+    senders.start()
+    await eventually(lambda: published(bus, "notify.sent"), timeout=15, message="the republish")
+    await route(bus, event, msg_id="beyond-the-window")
+    await eventually(lambda: settled(bus), timeout=10, message="the duplicate handled")
+    assert len(fake_channel.requests) == 1
+    assert len(await results(bus, "notify.sent")) == 1
+
+
+async def test_without_the_ticket_the_message_says_what_the_event_says(
+    bus: Bus, senders: Senders, fake_channel: FakeChannel, helpdesk: str
+) -> None:
+    webhook(senders, fake_channel)
+    senders.start()
+    await route(bus, urgent_event("T9999", "evt_missing", subject="Checkout down for everyone"))
+    mail = Envelope(
+        id=ids.ingress("email", "m-1"),
+        source="email",
+        type="email.received",
+        data={
+            "MessageID": "<m-1@example.com>",
+            "From": "Jane Doe <jane.doe@example.com>",
+            "Subject": "Call me at +1 415 555 0134",
+            "TextBody": "It is urgent.",
+        },
+    )
+    await route(bus, mail)
+    await eventually(
+        lambda: published(bus, "notify.sent", 2), timeout=15, message="two notify.sent"
+    )
+
+    assert sorted(texts(fake_channel)) == [
+        'Urgent e-mail — "Call me at [phone]" from Jane Doe. Review it in the inbox.',
+        'Urgent ticket T9999 — "Checkout down for everyone". Review it in the inbox.',
+    ]
+    by_event = {data(e)["event_id"]: e for e in await results(bus, "notify.sent")}
+    assert by_event["email:m-1"].subject is None
+    assert data(by_event["email:m-1"])["ticket_id"] is None
+    assert by_event["helpdesk:evt_missing"].subject == "T9999"
+
+
+# -- the message, without a broker ------------------------------------------------------------
+
+
+def test_the_message_escapes_slack_control_characters_and_masks_contact_details() -> None:
+    event = urgent_event(
+        "T1", "e", subject="<!channel> refund & call +1 415 555 0134 or a@b.example.com"
+    )
+    text = message(event, ticket_ref(event.data), None)
+    assert text == (
+        'Urgent ticket T1 — "&lt;!channel&gt; refund &amp; call [phone] or [email]". '
+        "Review it in the inbox."
+    )
+
+
+def test_an_event_with_no_subject_names_its_type() -> None:
+    event = urgent_event("T2", "e")
+    assert message(event, ticket_ref(event.data), None) == (
+        "Urgent ticket T2 (ticket.created). Review it in the inbox."
+    )
