@@ -242,6 +242,10 @@ async def test_a_redraft_cut_off_before_its_item_was_published_is_emitted_after_
     await bus.js.update_stream(info.config)
     await decide(bus, v1, "response", "Mention the VAT number")
     await eventually(lambda: len(fake_llm.requests) == 2, timeout=20, message="the redraft")
+    # the redraft is checkpointed once its publish was tried (and failed): then kill
+    await eventually(
+        lambda: "attempt 1 failed" in first.tail(), timeout=20, message="the publish failing"
+    )
     first.kill()
     info.config.subjects = ["inbox.>"]
     await bus.js.update_stream(info.config)
