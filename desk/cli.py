@@ -125,8 +125,9 @@ def _run_service(name: str, part: str | None = None) -> int:
     return 0
 
 
-def _stack_nats_url() -> str:
-    """DESK_NATS_URL if set, else the running stack's broker, else the default."""
+def _stack_nats_url() -> str | None:
+    """DESK_NATS_URL if set, else the running stack's broker; None: neither (never a broker
+    the operator did not name)."""
     settings = DeskSettings()
     if "nats_url" in settings.model_fields_set:
         return settings.nats_url
@@ -134,7 +135,20 @@ def _stack_nats_url() -> str:
         state = json.loads((settings.var_dir / "stack.json").read_text())
         return str(state.get("nats_admin_url") or state["nats_url"])
     except (OSError, ValueError, KeyError):
-        return settings.nats_url
+        return None
+
+
+def _with_broker(command: str, run: Any) -> int:
+    url = _stack_nats_url()
+    if url is None:
+        print(
+            f"desk {command}: no running stack found in {DeskSettings().var_dir} "
+            "(start `desk up`), or set DESK_NATS_URL",
+            file=sys.stderr,
+        )
+        return 2
+    result: int = run(url)
+    return result
 
 
 def _helpdesk(args: argparse.Namespace) -> int:
@@ -348,6 +362,17 @@ def _provision() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `desk inbox list | head`: the reader has gone, nothing to say
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush is quiet too
+        return 1
+
+
+def _main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = ALIASES.get(args.command, args.command)
     if command not in SERVICE_SETTINGS and command != "up":
@@ -374,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     if command in ("reconcile", "report"):
         return reconcile.main(args)
     if command == "results":
-        return results.main(args, _stack_nats_url())
+        return _with_broker("results", lambda url: results.main(args, url))
     if command == "dlq":
-        return dlq.main(args, _stack_nats_url())
+        return _with_broker("dlq", lambda url: dlq.main(args, url))
     return _run_service(command, getattr(args, "part", None))

@@ -1,7 +1,7 @@
 """`desk demo`: the scenario a newcomer runs to see the whole system work.
 
 Starts a fresh stack (embedded NATS, SQLite, the offline draft model) in its own directory,
-sends five signed ticket webhooks (T1012 twice, T1041, T1003, T1005, and T9999, which does not
+sends six signed ticket webhooks (T1012 twice, T1041, T1003, T1005, and T9999, which does not
 exist), works the inbox (accept T1012; feedback on T1041, then edit the redraft and send it;
 ignore T1003), then plays the conversation: the customer of T1012 writes again (round two, a new
 draft, accepted: a second reply), and an agent answers T1005 in the helpdesk while its draft
@@ -90,7 +90,7 @@ def run_scenario(state: dict[str, Any], creds: dict[str, Any], var_dir: Path) ->
     secret = creds["webhook_secrets"]["helpdesk"]
     inbox = Client(state["services"]["inbox_api"]["url"], creds["reviewer_token"])
 
-    step("sending five signed ticket webhooks (T1012 twice)")
+    step("sending six signed ticket webhooks (T1012 twice; T9999 does not exist)")
     answers: dict[str, list[bool]] = {}
     for ticket, repeat in (("T1012", 2), ("T1041", 1), ("T1003", 1), ("T1005", 1), ("T9999", 1)):
         event = sample_event("ticket.created", ticket, "normal", f"evt_demo_{ticket}")

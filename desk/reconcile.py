@@ -87,5 +87,14 @@ async def _run(command: str, stale: bool, settings: ReconcilerSettings) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    settings = _with_stack(ReconcilerSettings())
+    plain = ReconcilerSettings()
+    settings = _with_stack(plain)
+    if "nats_url" not in plain.model_fields_set and settings.nats_url == plain.nats_url:
+        # never a broker the operator did not name
+        print(
+            f"desk {args.command}: no running stack found in {plain.var_dir} "
+            "(start `desk up`), or set DESK_NATS_URL",
+            file=sys.stderr,
+        )
+        return 2
     return asyncio.run(_run(args.command, getattr(args, "stale", False), settings))

@@ -112,6 +112,7 @@ class Withdrawal(BaseModel):
     ticket_id: str | None = None
     reason: str
     at: dt.datetime
+    ticket_status: str | None = None  # the ticket's status now (closed, pending, …)
 
 
 class Overdue(BaseModel):

@@ -140,13 +140,16 @@ class Drafter:
 
     async def _waiting(self, work: threads.Work, config: RunnableConfig, item: InboxItem) -> None:
         """A ticket event while a draft waits for a reviewer."""
+        # the item first (idempotent): its publish may have been cut off by a crash, and the
+        # notices below are about it
+        await self._emit(item)
         ticket = await self._ticket(work, item)
         change = conversation.change_since(ticket, item.seen_through)
         if change in ("closed", "answered"):
             reason = conversation.REASONS[change]
             resume = {"type": "withdraw", "reason": reason}
             await self._run(Command(resume=resume, update=self._news(work)), config)
-            await self._withdraw(item, reason)
+            await self._withdraw(item, reason, ticket.status)
             metrics.OUTCOMES.labels("withdrawn").inc()
             if change == "answered":  # the customer may have written after that answer
                 values = (await self.graph.aget_state(config)).values
@@ -161,12 +164,12 @@ class Drafter:
             await self._run(Command(resume=resume, update=self._news(work)), config)
             await self._after(config)
             return
-        if work.kind == "stale" and work.day is not None:
+        made_by_this = item.trigger.event_id == work.trigger["event_id"]  # its redelivery
+        if work.kind == "stale" and work.day is not None and not made_by_this:
             await self._overdue(item, work.day)
             metrics.OUTCOMES.labels("overdue").inc()
             return
-        await self._emit(item)  # a duplicate or a redelivery: make sure the item is out
-        metrics.OUTCOMES.labels("duplicate").inc()
+        metrics.OUTCOMES.labels("duplicate").inc()  # a duplicate or a redelivery
 
     async def _finished(
         self, work: threads.Work, config: RunnableConfig, values: dict[str, Any]
@@ -295,7 +298,7 @@ class Drafter:
             raise BusinessReject("nothing in the conversation waits for a reply", outcome="quiet")
         log.info("thread finished: %s", outcome, extra={"thread_id": state.values.get("thread")})
 
-    async def _withdraw(self, item: InboxItem, reason: str) -> None:
+    async def _withdraw(self, item: InboxItem, reason: str, ticket_status: str) -> None:
         withdrawal = Withdrawal(
             item_id=item.id,
             thread=item.thread,
@@ -304,6 +307,7 @@ class Drafter:
             ticket_id=item.ticket_id,
             reason=reason,
             at=dt.datetime.now(dt.UTC),
+            ticket_status=ticket_status,
         )
         msg_id = ids.withdrawn(item.thread, item.round, item.version)
         await self._notice(

@@ -264,6 +264,7 @@ def withdraw(engine: Engine, notice: Withdrawal) -> bool:
         if row.status in ("waiting", "redrafting"):
             row.status = "withdrawn"
             row.withdrawn_reason = notice.reason
+            row.ticket_status = notice.ticket_status or row.ticket_status
             row.updated_at = _now()
             session.add(row)
             session.commit()

@@ -130,7 +130,9 @@ async def test_a_draft_the_helpdesk_overtook_is_withdrawn_not_sent(stack: Stack)
     refused = desk(stack, "inbox", "accept", "T1041~v1")
     assert refused.returncode != 0 and "409" in refused.stderr
     assert "answered in the helpdesk" in refused.stderr
-    assert (item(stack, "T1005~v1") or {})["withdrawn_reason"] == "the ticket was closed"
+    overtaken = item(stack, "T1005~v1") or {}
+    assert overtaken["withdrawn_reason"] == "the ticket was closed"
+    assert overtaken["ticket_status"] == "closed"  # as it is now, not as it was when drafted
 
     async def withdrawn() -> bool:
         return len(await results(stack, "item.withdrawn")) == 2

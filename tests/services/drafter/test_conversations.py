@@ -115,7 +115,8 @@ async def test_closing_the_ticket_withdraws_the_waiting_draft(bus: Bus, harness:
         lambda: notices(bus, subjects.INBOX_WITHDRAWN), timeout=20, message="the withdrawal"
     )
     [notice] = await notices(bus, subjects.INBOX_WITHDRAWN)
-    assert Withdrawal.model_validate(notice.data).reason == "the ticket was closed"
+    withdrawal = Withdrawal.model_validate(notice.data)
+    assert (withdrawal.reason, withdrawal.ticket_status) == ("the ticket was closed", "closed")
 
 
 async def stale_event(bus: Bus, ticket: str, day: dt.date, *, copy: int = 0) -> None:
@@ -297,3 +298,27 @@ async def test_a_reply_withdrawn_before_delivery_leaves_its_messages_to_the_next
         latest = by_ticket[ticket][-1]
         assert latest.round_messages == [first[ticket].round, late[ticket].id]
         assert latest.cause == "the approved reply was withdrawn: the customer wrote again"
+
+
+async def test_a_reminder_whose_draft_was_cut_off_publishes_it_after_a_restart(
+    bus: Bus, harness: Harness
+) -> None:
+    """The first event for a ticket waiting on the customer is a stale reminder; the drafter
+    dies after checkpointing the follow-up but before publishing it. The redelivered reminder
+    publishes the follow-up, and does not mark its own draft overdue."""
+    first = harness.start(DESK_PROVISION="false")
+    info = await bus.js.stream_info(subjects.INBOX)
+    info.config.subjects = [subjects.INBOX_DECISION]  # items cannot be published for now
+    await bus.js.update_stream(info.config)
+    await stale_event(bus, "T1001", dt.date(2026, 12, 1))
+    await eventually(lambda: "attempt 1 failed" in first.tail(), timeout=20, message="cut off")
+    first.kill()
+    info.config.subjects = ["inbox.>"]
+    await bus.js.update_stream(info.config)
+
+    harness.start()
+    await eventually(lambda: items(bus), timeout=30, message="the follow-up published")
+    await eventually(lambda: settled(bus), message="the reminder handled")
+    [follow_up] = await items(bus)
+    assert (follow_up.thread, follow_up.round_kind) == ("T1001", "followup")
+    assert await notices(bus, subjects.INBOX_OVERDUE) == []
