@@ -287,8 +287,9 @@ async def test_the_ingress_user_can_record_events_and_only_events(secured: NatsS
             ack = await rec.record(SUBJECT, b"{}", msg_id="perm-1", headers={"X": "1"})
             assert ack == Published(stream=subjects.EVENTS, seq=1, duplicate=False)
             assert published(RECORDER, "stored") == before + 1  # its own PubAck came back
-            await eventually(lambda: len(replies) == 1, message="the PubAck seen by the spy")
-            assert replies[0].subject.startswith("_INBOX_ingress.")  # the user's own prefix
+            # under load the client may have asked twice (a slow PubAck); every reply counts
+            await eventually(lambda: len(replies) >= 1, message="the PubAck seen by the spy")
+            assert all(r.subject.startswith("_INBOX_ingress.") for r in replies)  # its own prefix
 
             with pytest.raises(TransientError):  # not ingress's to publish
                 await rec.record(
