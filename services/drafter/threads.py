@@ -8,6 +8,7 @@ joins the conversation of the mail it answers, which the handler looks up in the
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import re
@@ -58,17 +59,7 @@ class Work:
         """The same mail, joined to an earlier mail's conversation."""
         assert self.inline_ticket is not None
         ticket = {**self.inline_ticket, "id": thread}
-        return Work(
-            thread,
-            thread,
-            ticket,
-            self.trigger,
-            self.version,
-            self.kind,
-            self.day,
-            self.mail_id,
-            self.mail_parents,
-        )
+        return dataclasses.replace(self, thread=thread, ticket_id=thread, inline_ticket=ticket)
 
 
 def work_for(envelope: Envelope) -> Work:
