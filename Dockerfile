@@ -11,6 +11,12 @@
 # The builder installs the project into a virtualenv; the final stage copies only that
 # virtualenv onto a fresh python:3.11-slim (no pip cache, no build tools, no sources).
 
+# pin by digest: no image registry is reachable from where this was written, so the tag is not
+# pinned yet. Where one is, resolve the tag and append the digest (both stages use this ARG):
+#   docker buildx imagetools inspect python:3.11-slim --format '{{json .Manifest.Digest}}'
+#   (or: skopeo inspect --format '{{.Digest}}' docker://docker.io/library/python:3.11-slim)
+#   ARG PYTHON_IMAGE=python:3.11-slim@sha256:<that digest>
+# The lock files are for Python 3.11: keep the image on 3.11 or re-run `make lock` for another.
 ARG PYTHON_IMAGE=python:3.11-slim
 
 FROM ${PYTHON_IMAGE} AS builder
@@ -19,13 +25,18 @@ ENV PIP_NO_CACHE_DIR=1 \
     PYTHONUNBUFFERED=1
 RUN python -m venv /opt/desk
 WORKDIR /src
+# Dependencies first, exactly as pinned (and hashed) in the lock file, so this layer is cached
+# until the lock changes; then the project itself without resolving anything again.
+COPY requirements.lock ./
+RUN /opt/desk/bin/pip install --upgrade pip \
+ && /opt/desk/bin/pip install --require-hashes -r requirements.lock
 # Only what the wheel is built from (see .dockerignore for what never reaches the context).
 COPY pyproject.toml README.md ./
 COPY shared ./shared
 COPY services ./services
 COPY desk ./desk
-RUN /opt/desk/bin/pip install --upgrade pip \
- && /opt/desk/bin/pip install . \
+RUN /opt/desk/bin/pip install --no-deps . \
+ && /opt/desk/bin/pip check \
  && /opt/desk/bin/desk --help >/dev/null
 
 FROM ${PYTHON_IMAGE}

@@ -3,20 +3,48 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test check chaos badinput bench clean
+# Pinned, hashed dependencies (Python 3.11, Linux x86_64): requirements-test.lock is the runtime
+# dependencies plus the `test` extra, requirements.lock the runtime part of it at the same
+# versions (the Dockerfile installs that one). The project itself goes in with --no-deps.
+LOCK      := requirements.lock
+TEST_LOCK := requirements-test.lock
+
+.PHONY: run test check audit lock chaos badinput bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is required"'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+# `pip check` catches a pyproject.toml whose dependencies changed without `make lock`.
+define install-locked
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(1)
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m pip check >/dev/null || { $(BIN)/python -m pip check; \
+	  echo "$(1) does not satisfy pyproject.toml: run 'make lock'" >&2; exit 1; }
+endef
+
+$(VENV)/.installed: $(LOCK) pyproject.toml | $(BIN)/python
+	$(call install-locked,$(LOCK))
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+$(VENV)/.installed-test: $(TEST_LOCK) pyproject.toml | $(BIN)/python
+	$(call install-locked,$(TEST_LOCK))
 	touch $@ $(VENV)/.installed
+
+# Re-resolve both lock files from pyproject.toml, keeping every pin that still fits its range;
+# LOCK_ARGS=--upgrade moves everything to the newest releases, LOCK_ARGS='--upgrade-package X'
+# only X. uv resolves, from a throwaway venv outside the project (nothing enters .venv).
+UV_VERSION ?= 0.13.9
+LOCK_TOOL  ?= $(or $(TMPDIR),/tmp)/ambient-desk-lock-tool
+UV_COMPILE  = $(LOCK_TOOL)/bin/uv pip compile --quiet --generate-hashes --python-version 3.11 \
+              --python-platform x86_64-unknown-linux-gnu --custom-compile-command 'make lock'
+
+lock:
+	test -x $(LOCK_TOOL)/bin/python || $(PYTHON) -m venv $(LOCK_TOOL)
+	$(LOCK_TOOL)/bin/python -m pip install --quiet 'uv==$(UV_VERSION)'
+	$(UV_COMPILE) $(LOCK_ARGS) pyproject.toml --extra test -o $(TEST_LOCK)
+	$(UV_COMPILE) pyproject.toml -c $(TEST_LOCK) -o $(LOCK)
 
 run: $(VENV)/.installed
 	$(BIN)/desk up
@@ -31,7 +59,13 @@ test: $(VENV)/.installed-test
 check: $(VENV)/.installed-test
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
-	$(BIN)/mypy shared services desk chaos benchmarks
+	$(BIN)/mypy shared services desk chaos benchmarks scripts
+	$(BIN)/python scripts/audit.py $(TEST_LOCK) $(AUDIT_ARGS)
+
+# Known vulnerabilities in the pinned releases (pip-audit; says so loudly when it cannot reach a
+# vulnerability database, and fails then too with DESK_AUDIT_REQUIRED=1).
+audit: $(VENV)/.installed-test
+	$(BIN)/python scripts/audit.py $(TEST_LOCK) $(AUDIT_ARGS)
 
 chaos: $(VENV)/.installed-test
 	$(BIN)/python -m chaos $(CHAOS_ARGS)

@@ -52,6 +52,7 @@ import httpx
 
 from desk.helpdesk import create as create_ticket
 from desk.helpdesk import ensure_demo
+from shared import catalog
 from shared.source.events import ticket_event
 
 from . import conversations, rounds, stale
@@ -59,7 +60,7 @@ from .channel import ThreadedChannel
 from .state import OPEN, Run, log
 from .webhooks import post_event
 
-SERVICES = ("ingress", "router", "drafter", "inbox_api", "sender", "reconciler")
+SERVICES = tuple(s.name for s in catalog.SERVICES if s.supervised)  # what `desk up` starts
 SETTLE_SECONDS = 6.0  # quiescent = nothing changed for this long
 MISSING_GRACE = 30.0  # ...or this long, if some ticket never got an item
 
@@ -544,15 +545,13 @@ def all_items(run: Run) -> list[dict[str, Any]]:
 
 async def consumers(admin_url: str) -> dict[str, Any]:
     from shared.bus import Bus
-    from shared.subjects import DURABLES
 
     bus = await Bus.connect(admin_url, service="chaos", reconnect=False)
     try:
         found = {}
-        for pairs in DURABLES.values():
-            for stream, durable in pairs:
-                info = await bus.js.consumer_info(stream, durable)
-                found[f"{stream}/{durable}"] = info
+        for stream, durable in catalog.DURABLES:
+            info = await bus.js.consumer_info(stream, durable)
+            found[f"{stream}/{durable}"] = info
         return found
     finally:
         await bus.close()
@@ -565,22 +564,18 @@ async def redeliveries(admin_url: str) -> dict[str, int]:
     after quiescence the difference is exactly how many deliveries were redeliveries.
     """
     from shared.bus import Bus
-    from shared.subjects import DURABLES
 
     bus = await Bus.connect(admin_url, service="chaos", reconnect=False)
     try:
         found = {}
-        for pairs in DURABLES.values():
-            for stream, durable in pairs:
-                info = await bus.js.consumer_info(stream, durable)
-                filters = list(info.config.filter_subjects or []) or [
-                    info.config.filter_subject or ">"
-                ]
-                matched = 0
-                for subject in filters:
-                    sinfo = await bus.js.stream_info(stream, subjects_filter=subject)
-                    matched += sum((sinfo.state.subjects or {}).values())
-                found[f"{stream}/{durable}"] = info.delivered.consumer_seq - matched
+        for stream, durable in catalog.DURABLES:
+            info = await bus.js.consumer_info(stream, durable)
+            filters = list(info.config.filter_subjects or []) or [info.config.filter_subject or ">"]
+            matched = 0
+            for subject in filters:
+                sinfo = await bus.js.stream_info(stream, subjects_filter=subject)
+                matched += sum((sinfo.state.subjects or {}).values())
+            found[f"{stream}/{durable}"] = info.delivered.consumer_seq - matched
         return found
     finally:
         await bus.close()

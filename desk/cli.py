@@ -32,8 +32,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from shared import logging as desk_logging
+from shared.catalog import SERVICE_SETTINGS
 from shared.settings import (
-    SERVICE_SETTINGS,
     ConfigError,
     DeskSettings,
     ImapSettings,
@@ -41,7 +41,7 @@ from shared.settings import (
     first_error,
 )
 
-from . import demo, dlq, inbox, reconcile, results
+from . import dbroles, demo, dlq, inbox, reconcile, results
 
 ALIASES = {name.replace("_", "-"): name for name in SERVICE_SETTINGS}
 
@@ -73,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     send.add_argument("--url", help="ingress base URL (default: the running stack's)")
     send.add_argument("--secret", help="signing secret (default: the stack's dev secret)")
     dlq.add_arguments(sub)
+    dbroles.add_arguments(sub)
     inbox.add_arguments(sub)
     results.add_arguments(sub)
     reconcile.add_arguments(sub)
@@ -323,6 +324,11 @@ def _nats_config(path: Path) -> int:
         except ValueError:
             print(f"desk nats-config: {path} is not JSON", file=sys.stderr)
             return 2
+        added = {u: p for u, p in nats_passwords().items() if u not in passwords}
+        if added:  # a service or role declared since the file was written
+            passwords.update(added)
+            path.write_text(json.dumps(passwords, indent=2) + "\n")
+            print(f"desk nats-config: added users {', '.join(added)} to {path}", file=sys.stderr)
     else:
         passwords = nats_passwords()
         path.touch(mode=0o600)
@@ -333,6 +339,7 @@ def _nats_config(path: Path) -> int:
 
 def _provision() -> int:
     from shared.bus import Bus
+    from shared.consumer import declared_consumers
     from shared.errors import TransientError
     from shared.streams import Topology, provision
 
@@ -345,7 +352,9 @@ def _provision() -> int:
         try:
             return dict(
                 await provision(
-                    bus.js, Topology(settings.stream_replicas, settings.duplicate_window)
+                    bus.js,
+                    Topology(settings.stream_replicas, settings.duplicate_window),
+                    consumers=declared_consumers(settings.consumer_options()),
                 )
             )
         finally:
@@ -381,7 +390,11 @@ def _main(argv: list[str] | None = None) -> int:
     if command == "up":
         from .stack import run
 
-        return run(StackSettings())
+        try:
+            return run(StackSettings())
+        except ConfigError as exc:
+            print(f"desk up: {exc}", file=sys.stderr)
+            return 2
     if command == "status":
         return _status(args.json)
     if command == "provision":
@@ -400,6 +413,8 @@ def _main(argv: list[str] | None = None) -> int:
         return reconcile.main(args)
     if command == "results":
         return _with_broker("results", lambda url: results.main(args, url))
+    if command == "db-roles":
+        return dbroles.main(args)
     if command == "dlq":
         return _with_broker("dlq", lambda url: dlq.main(args, url))
     return _run_service(command, getattr(args, "part", None))

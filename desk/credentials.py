@@ -1,7 +1,9 @@
 """Development credentials for the embedded stack, created once and reused.
 
 `var/dev-credentials.json` (mode 0600): a Standard Webhooks secret per demo source, a reviewer
-token and a viewer token. Production takes these from Secrets, never from this file.
+token and a viewer token, a NATS password per service, and the user and password the nodes of
+an embedded cluster (`DESK_NATS_NODES` > 1) authenticate their routes with. Production takes
+these from Secrets, never from this file.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from shared.permissions import ADMIN, SERVICES
+from shared.permissions import ADMIN, USERS
+
+from .natsserver import NatsServerError, RouteAuth
 
 FILENAME = "dev-credentials.json"
 DEMO_SOURCES = ("helpdesk", "email")
@@ -24,8 +28,15 @@ def _webhook_secret() -> str:
 
 
 def nats_passwords() -> dict[str, str]:
-    """One NATS user per service, plus `admin` for provisioning and operator commands."""
-    return {user: secrets.token_urlsafe(24) for user in (ADMIN, *SERVICES)}
+    """One NATS user per service and outside role (`shared.catalog`), plus `admin` for
+    provisioning and operator commands."""
+    return {user: secrets.token_urlsafe(24) for user in (ADMIN, *USERS)}
+
+
+def nats_route() -> dict[str, str]:
+    """The cluster's route user and password (the nodes' `cluster { authorization }`)."""
+    auth = RouteAuth.generate()
+    return {"user": auth.user, "password": auth.password}
 
 
 def generate() -> dict[str, Any]:
@@ -34,7 +45,12 @@ def generate() -> dict[str, Any]:
         "reviewer_token": secrets.token_urlsafe(32),
         "viewer_token": secrets.token_urlsafe(32),
         "nats_passwords": nats_passwords(),
+        "nats_route": nats_route(),
     }
+
+
+# Added to a file written by an older version, which lacks them.
+_ADDED_LATER = {"nats_passwords": nats_passwords, "nats_route": nats_route}
 
 
 def load_or_create(var_dir: Path) -> Path:
@@ -48,11 +64,29 @@ def load_or_create(var_dir: Path) -> Path:
         existing = json.loads(
             path.read_text()
         )  # a corrupt file is an error to fix, not to overwrite
-        if "nats_passwords" not in existing:  # written by an older version: add what is new
-            existing["nats_passwords"] = nats_passwords()
+        missing = [key for key in _ADDED_LATER if key not in existing]
+        for key in missing:  # written by an older version: add what is new
+            existing[key] = _ADDED_LATER[key]()
+        users = existing["nats_passwords"]
+        new_users = [u for u in nats_passwords() if u not in users]  # a role added since
+        for user in new_users:
+            users[user] = secrets.token_urlsafe(24)
+        if missing or new_users:
             path.write_text(json.dumps(existing, indent=2) + "\n")
         return path
     with os.fdopen(fd, "w") as out:
         json.dump(generate(), out, indent=2)
         out.write("\n")
     return path
+
+
+def route_auth(var_dir: Path) -> RouteAuth:
+    """The route user and password of the embedded cluster of the stack in `var_dir`."""
+    path = load_or_create(var_dir)
+    entry = json.loads(path.read_text()).get("nats_route")
+    if not isinstance(entry, dict) or not entry.get("user") or not entry.get("password"):
+        raise NatsServerError(f'{path}: "nats_route" needs a "user" and a "password"')
+    try:
+        return RouteAuth(str(entry["user"]), str(entry["password"]))
+    except NatsServerError as exc:
+        raise NatsServerError(f"{path}: nats_route: {exc}") from None

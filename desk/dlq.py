@@ -22,7 +22,7 @@ import nats.js.errors as js_errors
 
 from shared import deadletters
 from shared.bus import Bus
-from shared.deadletters import DeadLetter, UnknownDeadLetter
+from shared.deadletters import DeadLetter, RefusedReplay, UnknownDeadLetter
 from shared.errors import PermanentError, TransientError
 from shared.logging import redact
 
@@ -117,6 +117,8 @@ async def _replay(bus: Bus, id: int, yes: bool) -> None:
     try:
         result = await deadletters.replay(bus, id)
     except UnknownDeadLetter as exc:  # replayed by someone else in the meantime
+        raise _Failed(str(exc)) from exc
+    except RefusedReplay as exc:
         raise _Failed(str(exc)) from exc
     where = f"{result.stream} seq {result.seq}"
     if result.duplicate:

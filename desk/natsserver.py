@@ -6,6 +6,9 @@ Used by `desk up` and by the test suite; never a server that happens to run on t
 from __future__ import annotations
 
 import contextlib
+import os
+import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -13,6 +16,7 @@ import sysconfig
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .process import die_with_parent, free_port, terminate
@@ -20,6 +24,40 @@ from .process import die_with_parent, free_port, terminate
 
 class NatsServerError(RuntimeError):
     pass
+
+
+# What a route user or password may hold: it goes unescaped into a URL's userinfo and into a
+# quoted string of the server's configuration. `secrets.token_urlsafe` gives exactly these.
+_ROUTE_SECRET = re.compile(r"[A-Za-z0-9_-]+")
+ROUTE_USER = "route"
+
+
+@dataclass(frozen=True)
+class RouteAuth:
+    """The user and password every node of a cluster presents to, and asks of, its peers.
+
+    Without it any nats-server that can reach a route port joins the cluster, and its clients,
+    with no credentials at all, publish and subscribe on every subject of the real one.
+    """
+
+    user: str
+    password: str = field(repr=False)  # never in a log line or a traceback
+
+    def __post_init__(self) -> None:
+        if not _ROUTE_SECRET.fullmatch(self.user):
+            raise NatsServerError("route user must be letters, digits, '-' or '_'")
+        if len(self.password) < 16 or not _ROUTE_SECRET.fullmatch(self.password):
+            raise NatsServerError(
+                "route password must be at least 16 letters, digits, '-' or '_' "
+                "(the value is not shown)"
+            )
+
+    @classmethod
+    def generate(cls) -> RouteAuth:
+        return cls(ROUTE_USER, secrets.token_urlsafe(24))
+
+    def url(self, host: str, port: int) -> str:
+        return f"nats-route://{self.user}:{self.password}@{host}:{port}"
 
 
 def binary() -> Path:
@@ -93,8 +131,11 @@ class NatsServer:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         conf = self.store_dir.parent / f"nats-server-{self.port}.conf"
-        conf.write_text(self.config())
-        conf.chmod(0o600)  # it may hold passwords
+        # It holds passwords: 0600 before the first byte is written, also over an older file.
+        fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            os.fchmod(out.fileno(), 0o600)
+            out.write(self.config())
         with open(self.log_file, "ab") as log:
             self.proc = subprocess.Popen(
                 [str(binary()), "-c", str(conf)],
@@ -152,6 +193,10 @@ class NatsCluster:
 
     Each node has its own store under `store_dir/<name>`; a node that is killed is started again
     on the same ports and store, and catches up from its peers.
+
+    Routes are authenticated: a node accepts a route only with `route_auth`'s user and password,
+    and presents them to its peers. Without `route_auth` the cluster makes up its own (fine for
+    a cluster that lives as long as this object; `desk up` passes the ones kept in var/).
     """
 
     def __init__(
@@ -164,13 +209,16 @@ class NatsCluster:
         log_dir: Path | None = None,
         authorization: str | None = None,
         name: str = "desk",
+        route_auth: RouteAuth | None = None,
     ) -> None:
         if nodes < 2:
             raise NatsServerError("a cluster needs at least two nodes")
         self.store_dir = Path(store_dir).resolve()
         log_dir = Path(log_dir) if log_dir else self.store_dir.parent
-        route_ports = [free_port(host) for _ in range(nodes)]
-        routes = ", ".join(f"nats-route://{host}:{p}" for p in route_ports)
+        self.route_auth = route_auth or RouteAuth.generate()
+        self.route_ports = [free_port(host) for _ in range(nodes)]
+        auth = self.route_auth
+        routes = ", ".join(auth.url(host, p) for p in self.route_ports)
         self.nodes = [
             NatsServer(
                 self.store_dir / f"n{i + 1}",
@@ -182,7 +230,11 @@ class NatsCluster:
                 cluster=(
                     f"cluster {{\n"
                     f'  name: "{name}"\n'
-                    f'  listen: "{host}:{route_ports[i]}"\n'
+                    f'  listen: "{host}:{self.route_ports[i]}"\n'
+                    f"  authorization {{\n"
+                    f'    user: "{auth.user}"\n'
+                    f'    password: "{auth.password}"\n'
+                    f"  }}\n"
                     f"  routes: [{routes}]\n"
                     f"}}\n"
                 ),

@@ -60,6 +60,7 @@ async def _run(command: str, stale: bool, settings: ReconcilerSettings) -> int:
             source,
             bus,
             await Ledger.open(bus.js, "reconciler"),
+            await Ledger.reader(bus.js, "reconciler", "router"),
             await State.open(bus.js),
             now,
         )

@@ -19,11 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shared import catalog
 from shared import logging as desk_logging
 from shared.bus import Bus, NatsAuth
+from shared.catalog import SERVICE_SETTINGS
+from shared.consumer import declared_consumers
+from shared.db import private_dir
 from shared.errors import TransientError
 from shared.permissions import ADMIN, authorization_block
-from shared.settings import SERVICE_SETTINGS, StackSettings
+from shared.settings import StackSettings
 from shared.streams import NOT_READY, Topology, provision
 
 from . import credentials
@@ -33,7 +37,7 @@ from .process import alive, die_with_parent, free_port, port_free
 
 log = logging.getLogger("desk.stack")
 
-SERVICES = ("ingress", "router", "drafter", "inbox_api", "sender", "reconciler")
+SERVICES = tuple(s.name for s in catalog.SERVICES if s.supervised)
 STATE_FILE = "stack.json"
 STABLE_AFTER = 30.0  # a child that ran this long gets its back-off reset
 
@@ -76,7 +80,7 @@ class Stack:
 
     async def run(self) -> int:
         self._refuse_second_stack()
-        self.var_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.var_dir)  # 0700: credentials, databases, logs, the store
         (self.var_dir / "log").mkdir(exist_ok=True)
         creds_path = credentials.load_or_create(self.var_dir)
         creds = json.loads(creds_path.read_text())
@@ -147,6 +151,7 @@ class Stack:
                 sync_always=sync_always,
                 log_dir=self.var_dir / "log",
                 authorization=authorization,
+                route_auth=credentials.route_auth(self.var_dir),  # routes need a password
             )
         self.nats.start()
         self.nats_url = self.nats.url
@@ -157,7 +162,11 @@ class Stack:
             self.nats_url, service="stack", auth=self._auth(ADMIN), reconnect=False
         )
         try:
-            await provision(bus.js, Topology(s.stream_replicas, s.duplicate_window))
+            await provision(
+                bus.js,
+                Topology(s.stream_replicas, s.duplicate_window),
+                consumers=declared_consumers(s.consumer_options()),
+            )
         except NOT_READY as exc:
             raise StackError(
                 f"JetStream did not become ready to create the streams ({exc.__class__.__name__})"

@@ -29,13 +29,15 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import nats.errors as nats_errors
+import nats.js.errors as js_errors
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from . import envelope, ids, metrics, subjects
+from . import catalog, envelope, ids, metrics, subjects
 from . import headers as h
 from . import logging as desk_logging
 from .bus import Bus
+from .catalog import ConsumerSpec
 from .errors import BusinessReject, PermanentError, TransientError
 from .retry import RetryPolicy
 from .streams import ensure_consumer
@@ -79,6 +81,17 @@ class Consumer:
     batch: int = 16
     max_ack_pending: int = 1000
 
+    @classmethod
+    def of(cls, declared: ConsumerSpec, handler: Handler, **options: Any) -> Consumer:
+        """The consumer a service declares in `shared.catalog`, handled by `handler`."""
+        return cls(
+            name=declared.durable,
+            stream=declared.stream,
+            subjects=declared.subjects,
+            handler=handler,
+            **options,
+        )
+
     def __post_init__(self) -> None:
         if not self.subjects:
             raise ValueError("a consumer needs at least one subject filter")
@@ -106,10 +119,19 @@ class Consumer:
 class ConsumerRuntime:
     """Runs one `Consumer` inside one service process."""
 
-    def __init__(self, bus: Bus, service: str, consumer: Consumer, fetch_timeout: float = 1.0):
+    def __init__(
+        self,
+        bus: Bus,
+        service: str,
+        consumer: Consumer,
+        fetch_timeout: float = 1.0,
+        *,
+        create: bool = True,
+    ):
         self.bus = bus
         self.service = service
         self.consumer = consumer
+        self.create = create  # False: an admin provisions it (`declared_consumers`); only bind
         self.fetch_timeout = fetch_timeout
         self._slots = asyncio.Semaphore(consumer.concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -121,13 +143,43 @@ class ConsumerRuntime:
         self._seconds = metrics.HANDLER_SECONDS.labels(*labels)
 
     async def start(self) -> None:
-        await ensure_consumer(self.bus.js, self.consumer.stream, self.consumer.config())
+        if self.create:
+            await ensure_consumer(self.bus.js, self.consumer.stream, self.consumer.config())
+        else:
+            await self._await_provisioned()
         self._sub = await self.bus.js.pull_subscribe_bind(
             self.consumer.name, stream=self.consumer.stream
         )
         self._loop_task = asyncio.create_task(
             self._fetch_loop(), name=f"fetch:{self.consumer.name}"
         )
+
+    async def _await_provisioned(self) -> None:
+        """A service with its own NATS user may not create or change consumers (a create
+        request could point a push consumer at any subject): wait for the one provisioned."""
+        c = self.consumer
+        deadline = time.monotonic() + 60.0
+        while True:
+            try:
+                info = await self.bus.js.consumer_info(c.stream, c.name)
+                break
+            except (js_errors.NotFoundError, nats_errors.TimeoutError, TimeoutError):
+                if time.monotonic() > deadline:
+                    raise TransientError(
+                        f"consumer {c.stream}/{c.name} does not exist: run `desk provision`"
+                    ) from None
+                await asyncio.sleep(0.5)
+        want, got = c.config(), info.config
+        if (got.ack_wait, got.max_deliver, got.deliver_subject) != (
+            want.ack_wait,
+            want.max_deliver,
+            None,
+        ) or set(got.filter_subjects or [got.filter_subject]) != set(c.subjects):
+            log.warning(
+                "consumer %s/%s differs from this service's settings; `desk provision` updates it",
+                c.stream,
+                c.name,
+            )
 
     async def stop(self, timeout: float) -> None:
         """Stop fetching, let in-flight handlers finish for up to `timeout`, hand back the rest."""
@@ -317,3 +369,28 @@ def _describe(exc: BaseException) -> str:
     if not isinstance(exc, (TransientError, PermanentError, BusinessReject)):
         text = f"{exc.__class__.__name__}: {text}"
     return desk_logging.redact(" ".join(text.split()))[:1000]
+
+
+async def _never(delivery: Delivery[Any]) -> None:  # pragma: no cover - provisioning only
+    raise AssertionError("a provisioning spec is never consumed")
+
+
+def declared_consumers(options: Mapping[str, Any]) -> list[tuple[str, ConsumerConfig]]:
+    """Every consumer the catalog declares, as an admin provisions it (`consumer_options()` of
+    the provisioning process's settings: the stack and the provision job share the services'
+    configuration). Outside subscribers get a plain durable on their stream."""
+    configs = []
+    for role in catalog.ROLES:
+        for declared in role.consumers:
+            consumer = Consumer.of(declared, _never, **options)
+            config = consumer.config()
+            if role.settings is None:  # an outside system: no grace delivery, no dead letters
+                config = ConsumerConfig(
+                    name=declared.durable,
+                    durable_name=declared.durable,
+                    ack_policy=AckPolicy.EXPLICIT,
+                    deliver_policy=DeliverPolicy.ALL,
+                    filter_subject=declared.subjects[0],
+                )
+            configs.append((declared.stream, config))
+    return configs

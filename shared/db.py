@@ -2,26 +2,119 @@
 
 Services use sync SQLModel sessions from worker threads (`asyncio.to_thread`); the unique
 constraints in their tables, not read-then-write checks, are what stop duplicates.
+
+The SQLite files hold customer data (tickets, drafts, replies): every opener goes through
+`private_sqlite_file`, which creates the file 0600 before SQLite opens it (SQLite gives its
+-wal and -shm files the database's mode) and tightens one an older install left wider; the var
+directory itself is made 0700 by `private_dir`.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 from sqlmodel import create_engine
+
+from .settings import ConfigError
+
+log = logging.getLogger("desk.db")
+
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+# What SQLite keeps beside a database file (WAL mode, or a rollback journal).
+SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+class PrivatePathError(ConfigError):
+    """A directory that must not be made private (shared by others): the setting is wrong."""
+
+
+def private_dir(path: Path) -> Path:
+    """`path` as a directory only its owner may list or enter (0700).
+
+    Created (with any missing parents) if it is missing; tightened if it exists wider (the var
+    directory of an older install). A shared directory such as /tmp (sticky bit) is refused
+    rather than closed to everyone else.
+    """
+    path = Path(path)
+    path.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    mode = path.stat().st_mode
+    if mode & stat.S_ISVTX:
+        raise PrivatePathError(
+            f"{path} is a shared directory (sticky bit, like /tmp): give the desk a directory "
+            "of its own (DESK_VAR_DIR), e.g. a subdirectory of it"
+        )
+    if stat.S_IMODE(mode) != PRIVATE_DIR:
+        os.chmod(path, PRIVATE_DIR)
+    return path
+
+
+def private_sqlite_file(path: Path) -> Path:
+    """Make the SQLite database `path` readable and writable by its owner only (0600).
+
+    A missing file is created empty with 0600 (SQLite takes an empty file as an empty database,
+    and creates its -wal and -shm files with the database's mode); an existing one, and the
+    companions an older install left beside it, are tightened. A missing directory is created
+    0700; an existing one is left as it is (a database may be configured anywhere; the var
+    directory is made private by `private_dir`).
+    """
+    path = Path(path).expanduser()
+    if not path.parent.is_dir():
+        private_dir(path.parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+    except FileExistsError:
+        pass
+    else:
+        os.fchmod(fd, PRIVATE_FILE)  # whatever the umask
+        os.close(fd)
+    for each in (path, *(path.with_name(path.name + s) for s in SQLITE_COMPANIONS)):
+        _tighten(each)
+    return path
+
+
+def _tighten(path: Path) -> None:
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return
+    if not mode & 0o077:
+        return
+    try:
+        os.chmod(path, mode & 0o700)
+    except PermissionError:  # not ours: say so, don't stop a read-only use of it
+        log.warning("cannot make %s private: it is mode %o and owned by another user", path, mode)
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file a SQLite URL names; None for another database, an in-memory one or a `file:`
+    URI (whose options SQLite interprets)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return None
+    database = parsed.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return None
+    if parsed.query.get("mode") == "memory":
+        return None
+    return Path(database)
 
 
 def database_url(configured: str | None, var_dir: Path, name: str) -> str:
-    """`configured` with a psycopg driver for PostgreSQL, or `var/<name>.sqlite`."""
+    """`configured` with a psycopg driver for PostgreSQL, or `var/<name>.sqlite` (and then the
+    var directory is made private: 0700)."""
     if configured:
         scheme, sep, rest = configured.partition("://")
         if sep and scheme in ("postgresql", "postgres"):
             return f"postgresql+psycopg://{rest}"
         return configured
-    path = (Path(var_dir) / f"{name}.sqlite").resolve()
+    path = (private_dir(Path(var_dir)) / f"{name}.sqlite").resolve()
     return f"sqlite:///{path}"
 
 
@@ -29,9 +122,9 @@ def make_engine(url: str) -> Engine:
     connect_args: dict[str, Any] = {}
     if url.startswith("sqlite"):
         connect_args = {"check_same_thread": False, "timeout": 30}
-        path = url.split("///", 1)[-1]
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        path = sqlite_path(url)
+        if path is not None:
+            private_sqlite_file(path)
     elif url.startswith("postgresql"):
         connect_args = {"connect_timeout": 5}
     engine = create_engine(url, connect_args=connect_args, pool_pre_ping=True)

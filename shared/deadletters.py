@@ -4,11 +4,18 @@ A dead letter is what the consumer runtime writes on a permanent failure, undeco
 exhausted retries: the original payload bytes unchanged, the original headers (minus `Nats-*`)
 plus `Desk-Original-Msg-Id` and the `Desk-Dlq-*` facts. Its id is its DLQ stream sequence.
 
-Replay publishes the original bytes and headers (without `Desk-Dlq-*`) to the original subject
-with the dedup id `replay:<id>`, then deletes the dead letter, so the DLQ holds only what is still
-outstanding. A replay interrupted between the two steps is safe to repeat: the broker drops the
-second publish (`duplicate=True`) and the delete completes. A replayed message reaches every
-consumer whose filter matches the original subject, not only the one that failed.
+Replay is by reference: a dead letter names the stream and sequence of the message that failed,
+and replay fetches that stored original and republishes its bytes and headers to the subject it
+was stored on, with the dedup id `replay:<id>`; the letter's own payload and headers are shown,
+never republished (any service may write its own `dlq.<service>`, so a letter's text is only
+that service's word). A letter is refused (`RefusedReplay`) unless it sits on the subject of
+the service it names, names a consumer that service owns on that stream, and the original's
+subject is one that consumer takes. Then the dead letter is deleted, so the DLQ holds only what
+is still outstanding. A replay interrupted between the two steps is safe to repeat: the broker
+drops the second publish (`duplicate=True`) and the delete completes. A replayed message reaches
+every consumer whose filter matches the original subject, not only the one that failed.
+
+An original that aged out of its stream cannot be replayed (`RefusedReplay` says so).
 
 Unknown ids: `get_dead_letter` returns `None`; `replay` raises `UnknownDeadLetter` (a
 `LookupError`), also for an id that was replayed already.
@@ -26,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 from . import headers as h
 from . import ids, subjects
 from .bus import Bus
+from .catalog import BY_NAME
 
 STREAM = subjects.DLQ
 PAYLOAD_DISPLAY_LIMIT = 64 * 1024  # bytes of payload kept in `DeadLetter.payload`
@@ -41,6 +49,15 @@ class UnknownDeadLetter(LookupError):
     def __init__(self, id: int) -> None:
         super().__init__(f"no dead letter with id {id}")
         self.id = id
+
+
+class RefusedReplay(ValueError):
+    """A dead letter that cannot be replayed: it does not check out, or its original is gone."""
+
+    def __init__(self, id: int, why: str) -> None:
+        super().__init__(f"dead letter {id} cannot be replayed: {why}")
+        self.id = id
+        self.why = why
 
 
 class DeadLetter(BaseModel):
@@ -107,20 +124,24 @@ async def count(js: JetStreamContext) -> int:
 
 
 async def replay(bus: Bus, id: int) -> ReplayResult:
-    """Republish dead letter `id` to its original subject, then remove it from the DLQ.
+    """Republish the stored original of dead letter `id`, then remove the letter from the DLQ.
 
-    Raises `UnknownDeadLetter` if there is no such dead letter, `ValueError` if it does not name
-    the subject it came from, and the `Bus.publish` errors if the publish fails (the dead letter
-    is then kept).
+    Raises `UnknownDeadLetter` if there is no such dead letter, `RefusedReplay` if it does not
+    check out or its original is gone, and the `Bus.publish` errors if the publish fails (the
+    dead letter is then kept).
     """
     raw = await _get(bus.js, id)
     if raw is None:
         raise UnknownDeadLetter(id)
     letter = _parse(raw)
-    if not letter.subject:
-        raise ValueError(f"dead letter {id} does not record its original subject")
+    original = await original_of(bus.js, letter, raw.subject)
+    assert original.subject is not None
+    stored = {str(k): str(v) for k, v in (original.headers or {}).items()}
+    headers = {k: v for k, v in stored.items() if not k.startswith(h.BROKER_PREFIX)}
+    if h.MSG_ID in stored:
+        headers[h.ORIGINAL_MSG_ID] = stored[h.MSG_ID]
     published = await bus.publish(
-        letter.subject, raw.data or b"", msg_id=ids.replay(id), headers=letter.headers
+        original.subject, original.data or b"", msg_id=ids.replay(id), headers=headers
     )
     try:
         await bus.js.delete_msg(STREAM, id)
@@ -134,6 +155,39 @@ async def replay(bus: Bus, id: int) -> ReplayResult:
         seq=published.seq,
         duplicate=published.duplicate,
     )
+
+
+async def original_of(
+    js: JetStreamContext, letter: DeadLetter, letter_subject: str | None
+) -> RawStreamMsg:
+    """The stored message `letter` is about, once the letter checks out against the catalog."""
+    spec = BY_NAME.get(letter.service)
+    if spec is None or letter_subject != subjects.dlq(spec.name):
+        raise RefusedReplay(
+            letter.id, f"it names service {letter.service!r} but sits on {letter_subject!r}"
+        )
+    owned = [c for c in spec.consumers if c.durable == letter.consumer]
+    if not owned or owned[0].stream != letter.stream:
+        raise RefusedReplay(
+            letter.id, f"{spec.name} owns no consumer {letter.consumer!r} on {letter.stream!r}"
+        )
+    if not 1 <= letter.stream_seq < 2**63:
+        raise RefusedReplay(letter.id, "it does not name the stored message it is about")
+    try:
+        original = await js.get_msg(letter.stream, seq=letter.stream_seq)
+    except js_errors.NotFoundError:
+        raise RefusedReplay(
+            letter.id,
+            f"{letter.stream} no longer holds message {letter.stream_seq} (aged out or removed)",
+        ) from None
+    subject = original.subject or ""
+    if not owned[0].covers(subject) or (letter.subject and letter.subject != subject):
+        raise RefusedReplay(
+            letter.id,
+            f"{letter.stream} message {letter.stream_seq} is on {subject!r}, "
+            f"which consumer {letter.consumer!r} does not take",
+        )
+    return original
 
 
 async def _get(js: JetStreamContext, seq: int) -> RawStreamMsg | None:

@@ -5,6 +5,10 @@ from __future__ import annotations
 MSG_ID = "Nats-Msg-Id"
 CORRELATION_ID = "Desk-Correlation-Id"
 
+# Result events are CloudEvents in structured mode (the CloudEvents NATS protocol binding).
+CONTENT_TYPE = "content-type"
+CLOUDEVENTS_JSON = "application/cloudevents+json"
+
 # Written by ingress (and the reconciler) on every stored event.
 SOURCE = "Desk-Source"
 EVENT_ID = "Desk-Event-Id"

@@ -70,11 +70,6 @@ def seen(event_type: str, ticket: str) -> str:
     return f"seen:{event_type}:{ticket}"
 
 
-def replied(ticket: str) -> str:
-    """Processed-ledger key: a reply to this ticket has been sent."""
-    return f"replied:{ticket}"
-
-
 def dead_letter(stream: str, stream_seq: int) -> str:
     """One dead letter per stored message, however often the runtime retries writing it."""
     return f"dlq:{stream}:{stream_seq}"

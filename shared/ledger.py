@@ -1,7 +1,9 @@
 """The processed-ledger: "has this been done?" beyond the broker's duplicate window.
 
-Backed by a JetStream KV bucket. `claim` is an atomic create-if-absent: under any concurrency,
-across processes and replicas, exactly one caller wins a key.
+Backed by a JetStream KV bucket per service: only that service may write it (`shared.catalog`);
+another service that needs to know what it has seen opens it with `Ledger.reader`. `claim` is
+an atomic create-if-absent: under any concurrency, across processes and replicas, exactly one
+caller wins a key.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 
 from . import metrics
+from .catalog import ledger_bucket
 from .errors import TransientError
-from .streams import LEDGER_BUCKET
 
 _KEY_SAFE = re.compile(r"[^A-Za-z0-9_/-]")
 _FAILURES = (nats_errors.TimeoutError, TimeoutError, nats_errors.ConnectionClosedError)
@@ -41,8 +43,15 @@ class Ledger:
         self.service = service
 
     @classmethod
-    async def open(cls, js: JetStreamContext, service: str, bucket: str = LEDGER_BUCKET) -> Ledger:
+    async def open(cls, js: JetStreamContext, service: str, bucket: str | None = None) -> Ledger:
+        """`service`'s own ledger (or the named bucket)."""
+        bucket = bucket or ledger_bucket(service)
         return cls(js, await js.key_value(bucket), bucket, service)
+
+    @classmethod
+    async def reader(cls, js: JetStreamContext, service: str, owner: str) -> Ledger:
+        """`owner`'s ledger, for `service` to read (it has no right to write it)."""
+        return await cls.open(js, service, ledger_bucket(owner))
 
     async def claim(self, key: str, value: bytes = b"") -> bool:
         """True for the first caller ever to claim `key`; False if it was claimed before."""

@@ -1,6 +1,11 @@
-"""Least-privilege NATS users: each service may publish and subscribe only to its own subjects
-plus the JetStream API subjects its consumers need. Rendered as a nats-server
-`authorization` block by `desk nats-config`; used by the embedded stack and the k8s overlays.
+"""Least-privilege NATS users, derived from each service's declaration in `shared.catalog`.
+
+A service may publish to the subjects it declares, read only the durable consumers it owns (by
+name; the admin creates them), read single messages of the streams it declares, write only its
+own ledger bucket (and the buckets it declares), read the buckets it declares, write its own
+dead letters, and receive replies only on its own inbox prefix. Rendered as a nats-server
+`authorization` block by `desk nats-config`; used by the embedded stack and the Kubernetes
+overlays.
 """
 
 from __future__ import annotations
@@ -10,9 +15,11 @@ from dataclasses import dataclass, field
 
 from . import subjects
 from .bus import inbox_prefix
-from .streams import LEDGER_BUCKET, STATE_BUCKET
+from .catalog import ROLES, SERVICE_NAMES, ConsumerSpec, ServiceSpec, spec
 
 ADMIN = "admin"
+SERVICES = SERVICE_NAMES  # the six services; `USERS` adds the outside roles
+USERS: tuple[str, ...] = tuple(s.name for s in ROLES)
 
 
 @dataclass(frozen=True)
@@ -21,10 +28,13 @@ class Permissions:
     subscribe: list[str] = field(default_factory=list)
 
 
-def _bucket(bucket: str) -> list[str]:
-    stream = f"KV_{bucket}"
+def _kv_stream(bucket: str) -> str:
+    return f"KV_{bucket}"
+
+
+def _read_messages(stream: str) -> list[str]:
+    """Single-message reads (by sequence, or the last/next on a subject); no consumers."""
     return [
-        f"$KV.{bucket}.>",
         f"$JS.API.STREAM.INFO.{stream}",
         f"$JS.API.STREAM.MSG.GET.{stream}",
         f"$JS.API.DIRECT.GET.{stream}",
@@ -32,66 +42,41 @@ def _bucket(bucket: str) -> list[str]:
     ]
 
 
-def _durable(stream: str, durable: str) -> list[str]:
+def _durable(c: ConsumerSpec) -> list[str]:
+    """Read one named consumer. Nobody but the admin creates or changes consumers: a create
+    request carries the whole configuration, and one pointing a push consumer's delivery at
+    another subject would republish the stream there. `desk provision` creates them all."""
     return [
-        f"$JS.API.CONSUMER.INFO.{stream}.{durable}",
-        f"$JS.API.CONSUMER.CREATE.{stream}.{durable}",
-        f"$JS.API.CONSUMER.CREATE.{stream}.{durable}.>",
-        f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}",
-        f"$JS.ACK.{stream}.{durable}.>",
+        f"$JS.API.CONSUMER.INFO.{c.stream}.{c.durable}",
+        f"$JS.API.CONSUMER.MSG.NEXT.{c.stream}.{c.durable}",
+        f"$JS.ACK.{c.stream}.{c.durable}.>",
     ]
 
 
-def _read_stream(stream: str) -> list[str]:
-    """Ephemeral consumers and direct reads on a whole stream (reports, dead letters)."""
-    return [
-        f"$JS.API.CONSUMER.CREATE.{stream}.>",
-        f"$JS.API.CONSUMER.DELETE.{stream}.>",
-        f"$JS.API.CONSUMER.MSG.NEXT.{stream}.>",
-        f"$JS.ACK.{stream}.>",
-        f"$JS.API.STREAM.MSG.GET.{stream}",
+def grants(s: ServiceSpec) -> Permissions:
+    publish = [
+        "$JS.API.INFO",
+        *(f"$JS.API.STREAM.INFO.{name}" for name in subjects.STREAM_SUBJECTS),  # readiness
+        *s.publishes,
     ]
+    if s.dead_letters:
+        publish.append(subjects.dlq(s.name))
+    for c in s.consumers:
+        publish += _durable(c)
+    for stream in s.reads:
+        publish += _read_messages(stream)
+    for stream in s.deletes:
+        publish.append(f"$JS.API.STREAM.MSG.DELETE.{stream}")
+    for bucket in s.buckets_written():
+        publish += [f"$KV.{bucket}.>", *_read_messages(_kv_stream(bucket))]
+    for bucket in s.kv_reads:
+        publish += _read_messages(_kv_stream(bucket))
+    return Permissions(publish=sorted(set(publish)), subscribe=[f"{inbox_prefix(s.name)}.>"])
 
 
 def service_permissions(service: str) -> Permissions:
-    """What `service` may do. Every service: its consumers, the ledger, its dead letters."""
-    publish = [
-        "$JS.API.INFO",
-        *(f"$JS.API.STREAM.INFO.{s}" for s in subjects.STREAM_SUBJECTS),  # readiness
-        subjects.dlq(service),
-        *_bucket(LEDGER_BUCKET),
-    ]
-    for stream, durable in subjects.DURABLES.get(service, []):
-        publish += _durable(stream, durable)
-    own: dict[str, list[str]] = {
-        "ingress": ["events.>"],
-        "router": ["work.>"],
-        "drafter": [subjects.INBOX_ITEM, subjects.INBOX_WITHDRAWN, subjects.INBOX_OVERDUE],
-        "inbox_api": [
-            subjects.INBOX_DECISION,
-            # replaying a dead letter republishes it where it came from
-            "events.>",
-            "work.>",
-            subjects.INBOX_ITEM,
-            subjects.ALL_RESULTS,
-            *_read_stream(subjects.DLQ),
-            f"$JS.API.STREAM.MSG.DELETE.{subjects.DLQ}",
-        ],
-        "sender": [subjects.ALL_RESULTS],
-        "reconciler": [
-            "events.reconciler.>",
-            subjects.result("report.daily"),
-            *_bucket(STATE_BUCKET),
-            *_read_stream(subjects.EVENTS),
-            *_read_stream(subjects.RESULTS),
-            *_read_stream(subjects.DLQ),
-        ],
-    }
-    publish += own.get(service, [])
-    return Permissions(publish=sorted(set(publish)), subscribe=[f"{inbox_prefix(service)}.>"])
-
-
-SERVICES = ("ingress", "router", "drafter", "inbox_api", "sender", "reconciler")
+    """What the service or role `service` may do on the broker."""
+    return grants(spec(service))
 
 
 def authorization_block(passwords: dict[str, str]) -> str:

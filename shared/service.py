@@ -91,7 +91,12 @@ class Service:
         """Start a consumer (None when a stop came before NATS ever answered)."""
         if self.bus is None:
             return None
-        runtime = ConsumerRuntime(self.bus, self.name, consumer)
+        # A service with a NATS identity of its own may not create consumers (the admin's
+        # `desk provision` does): it binds to the one provisioned. Anonymous development
+        # brokers and self-provisioning services create their own.
+        s = self.settings
+        identity = s.nats_user or s.nats_token or s.nats_creds or s.nats_nkey_seed
+        runtime = ConsumerRuntime(self.bus, self.name, consumer, create=s.provision or not identity)
         await runtime.start()
         self.runtimes.append(runtime)
         return runtime

@@ -126,6 +126,9 @@ class IngressSettings(DeskSettings):
     )
     max_body: int = Field(default=256 * 1024, gt=0, description="bytes")
     retry_after: int = Field(default=5, ge=1, description="seconds, sent with a 503")
+    body_timeout: float = Field(
+        default=10.0, gt=0, description="seconds a client has to send the whole body (then 408)"
+    )
 
 
 class ImapSettings(IngressSettings):
@@ -211,6 +214,25 @@ class InboxApiSettings(DeskSettings):
     cookie_secure: bool = Field(
         default=False, description="send the session cookie over HTTPS only"
     )
+    session_lifetime: float = Field(
+        default=8 * 3600,
+        gt=0,
+        description="seconds a web session lasts from its login, however often it is used",
+    )
+    auth_rate: float = Field(
+        default=0.1,
+        gt=0,
+        description="failed token/login attempts per second a client address earns back",
+    )
+    auth_burst: int = Field(
+        default=10, ge=1, description="failed attempts a client address may make before 429"
+    )
+    max_body: int = Field(
+        default=1024 * 1024, gt=0, description="largest request body (bytes) the inbox reads"
+    )
+    body_timeout: float = Field(
+        default=10.0, gt=0, description="seconds a request body may take to arrive (else 408)"
+    )
     relay_interval: float = Field(default=5.0, gt=0, description="seconds between republish scans")
     helpdesk_ticket_url: str | None = Field(
         default=None,
@@ -287,19 +309,6 @@ class ReconcilerSettings(HelpdeskSettings):
     inbox_url: str | None = Field(default=None, description="inbox_api base URL, for the report")
     report_token: SecretStr | None = Field(default=None, description="a viewer token for it")
     slack_webhook_url: SecretStr | None = None
-
-
-SERVICE_SETTINGS: dict[str, type[DeskSettings]] = {
-    cls.service: cls
-    for cls in (
-        IngressSettings,
-        RouterSettings,
-        DrafterSettings,
-        InboxApiSettings,
-        SenderSettings,
-        ReconcilerSettings,
-    )
-}
 
 
 class StackSettings(HelpdeskSettings):

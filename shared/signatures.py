@@ -8,6 +8,8 @@
 - Basic: `Authorization: Basic …` against configured `user:password` pairs (inbound-mail relays).
 
 Verification takes several secrets at once, so a secret can be rotated without downtime.
+GitHub-style and Basic carry no timestamp: nothing bounds a replay in time, so what is signed
+(the body) is all a replay can be recognised by: `body_digest`.
 Pure functions: no I/O, no clock unless `now` is omitted.
 """
 
@@ -34,6 +36,11 @@ class SignatureError(Exception):
 
 class TimestampError(Exception):
     """Signed, but outside the tolerance window: a replay or a skewed clock (answer 400)."""
+
+
+def body_digest(body: bytes) -> str:
+    """`sha256-<hex>` of the raw body: the same signed bytes, the same digest."""
+    return "sha256-" + hashlib.sha256(body).hexdigest()
 
 
 def _hmac(key: bytes, data: bytes) -> bytes:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,7 +24,7 @@ from nats.js.api import (
     StreamConfig,
 )
 
-from . import subjects
+from . import catalog, subjects
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +39,8 @@ RETENTION: dict[str, float] = {
     subjects.DLQ: 90 * DAY,
 }
 
-LEDGER_BUCKET = "desk_ledger"
-STATE_BUCKET = "desk_state"
-BUCKETS = (LEDGER_BUCKET, STATE_BUCKET)
+# One processed-ledger bucket per writer, and the reconciler's state (see `shared.catalog`).
+BUCKETS = catalog.BUCKETS
 
 Change = Literal["created", "updated", "unchanged"]
 
@@ -111,14 +111,35 @@ async def ensure_consumer(js: JetStreamContext, stream: str, config: ConsumerCon
     await js.add_consumer(stream, config)
 
 
+async def _ensure_consumer_change(
+    js: JetStreamContext, stream: str, config: ConsumerConfig
+) -> Change:
+    assert config.durable_name
+    try:
+        before = await js.consumer_info(stream, config.durable_name)
+    except js_errors.NotFoundError:
+        before = None
+    await ensure_consumer(js, stream, config)
+    if before is None:
+        return "created"
+    after = await js.consumer_info(stream, config.durable_name)
+    return "unchanged" if before.config == after.config else "updated"
+
+
 # JetStream is up but cannot answer yet: a cluster still electing its leaders, a restart.
 NOT_READY = (TimeoutError, nats_errors.NoRespondersError, js_errors.ServiceUnavailableError)
 
 
 async def provision(
-    js: JetStreamContext, topology: Topology, *, patience: float = 60.0
+    js: JetStreamContext,
+    topology: Topology,
+    *,
+    patience: float = 60.0,
+    consumers: Sequence[tuple[str, ConsumerConfig]] = (),
 ) -> dict[str, Change]:
-    """Make every stream and bucket exist as configured; report what changed.
+    """Make every stream and bucket (and the given consumers) exist as configured; report
+    what changed. Services with their own NATS users cannot create consumers, so an admin
+    provisions them (`shared.consumer.declared_consumers`).
 
     While JetStream is not ready (see `NOT_READY`) each step is tried again, for up to
     `patience` seconds in all; any other error is raised at once.
@@ -130,6 +151,10 @@ async def provision(
         changes[stream.name] = await _patiently(deadline, ensure_stream, js, stream)
     for bucket in topology.buckets():
         changes[f"KV_{bucket.bucket}"] = await _patiently(deadline, ensure_bucket, js, bucket)
+    for stream_name, config in consumers:
+        changes[f"{stream_name}/{config.durable_name}"] = await _patiently(
+            deadline, _ensure_consumer_change, js, stream_name, config
+        )
     changed = {k: v for k, v in changes.items() if v != "unchanged"}
     if changed:
         log.info("provisioned %s", ", ".join(f"{k} {v}" for k, v in changed.items()))

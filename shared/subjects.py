@@ -62,6 +62,12 @@ def result(result_type: str) -> str:
     return f"results.{token(result_type)}"
 
 
+def result_kind(subject: str) -> str:
+    """`results.<kind…>` back to the kind (`reply.sent`); "" for any other subject."""
+    prefix, _, kind = subject.partition(".")
+    return kind if prefix == "results" else ""
+
+
 def dlq(service: str) -> str:
     return f"dlq.{token(service)}"
 
@@ -77,14 +83,3 @@ def parse_event(subject: str) -> tuple[str, str]:
     if prefix != "events" or not source or not event_type:
         raise SubjectError(f"not an event subject: {subject!r}")
     return source, event_type
-
-
-# Durable consumer names: (stream, durable) per service. Permissions are derived from these.
-DURABLES: dict[str, list[tuple[str, str]]] = {
-    "ingress": [],
-    "router": [(EVENTS, "router")],
-    "drafter": [(WORK, "drafter"), (INBOX, "drafter-decisions"), (RESULTS, "drafter-results")],
-    "inbox_api": [(INBOX, "inbox_api"), (RESULTS, "inbox_api-results")],
-    "sender": [(INBOX, "sender-items"), (INBOX, "sender"), (WORK, "sender-notify")],
-    "reconciler": [(RESULTS, "reconciler-replies")],
-}

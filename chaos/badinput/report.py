@@ -10,7 +10,7 @@ from typing import Any
 from ..harness import SERVICES, is_service, service_pid
 from .campaign import SOURCES, Campaign
 from .observation import logged_errors, readiness
-from .tally import total
+from .tally import InsiderRun, total
 
 
 def report(
@@ -26,9 +26,13 @@ def report(
     decisions_seen: bool,
     quiet: bool,
     started: float,
+    insiders: InsiderRun | None = None,
 ) -> bool:
     t = c.tally
     lines: list[tuple[bool, str, str]] = []
+    if insiders is not None:
+        print_insider_table(insiders)
+        lines += insider_lines(insiders)
 
     lines.append(
         (
@@ -114,6 +118,8 @@ def report(
 
     for good, name, text in lines:
         print(f"{'PASS' if good else 'FAIL'} {name}: {c.redact(text)}", flush=True)
+    if insiders is not None:
+        print_insider_notes(insiders)
     per_group = "; ".join(
         f"{g} {t.tried[g]} {dict(sorted(t.classes.get(g, Counter()).items()))}"
         for g in sorted(t.tried)
@@ -125,3 +131,86 @@ def report(
         flush=True,
     )
     return all(good for good, _, _ in lines)
+
+
+def print_insider_table(run: InsiderRun) -> None:
+    """One row per NATS user: what it tried outside its declaration, and its controls."""
+    print(
+        f"INSIDER {'user':<14} {'probes':>6} {'accepted':>8} {'refused':>7} {'controls':>8} "
+        f"{'configs':>7}  (configs: accepted/tried, known gaps)",
+        flush=True,
+    )
+    for u in run.users:
+        controls = f"{u.controls - len(u.controls_refused)}/{u.controls}"
+        configs = f"{len(u.configs_accepted)}/{u.configs}"
+        print(
+            f"INSIDER {u.user:<14} {u.probes:>6} {len(u.accepted):>8} {u.refused:>7} "
+            f"{controls:>8} {configs:>7}",
+            flush=True,
+        )
+
+
+def insider_lines(run: InsiderRun) -> list[tuple[bool, str, str]]:
+    """The insider group's verdicts: nothing outside a declaration accepted; every control
+    granted and every violation accounted for."""
+    if run.error:
+        return [(False, "no accepted insider operation", f"the group did not run: {run.error}")]
+    accepted = [a for u in run.users for a in u.accepted]
+    probes = sum(u.probes for u in run.users)
+    refused = sum(u.refused for u in run.users)
+    unprobed = [u.user for u in run.users if not u.probes or not u.controls]
+    controls = sum(u.controls for u in run.users)
+    denied = [d for u in run.users for d in u.controls_refused]
+    strays = [s for u in run.users for s in u.strays]
+    return [
+        (
+            not accepted and not unprobed and bool(run.users),
+            "no accepted insider operation",
+            f"{len(accepted)} accepted, {refused} refused of {probes} publishes and "
+            f"subscriptions outside their declarations by {len(run.users)} users"
+            f"{' (no probes or controls for ' + ', '.join(unprobed) + ')' if unprobed else ''}"
+            f"{': ' + ' | '.join(accepted[:8]) if accepted else ''}",
+        ),
+        (
+            not denied and not strays,
+            "insider controls granted",
+            f"{controls - len(denied)}/{controls} declared operations granted"
+            f"{': refused ' + ' | '.join(denied[:8]) if denied else ''}; "
+            f"errors belonging to no probe {len(strays)}"
+            f"{': ' + ' | '.join(strays[:5]) if strays else ''}; {run.seconds:.1f}s",
+        ),
+    ]
+
+
+def print_insider_notes(run: InsiderRun) -> None:
+    """Known gaps (subject permissions cannot see inside a request) and shared publishers."""
+    from .insiders import KNOWN_GAPS
+
+    gaps = [g for u in run.users for g in u.configs_accepted]
+    tried = sum(u.configs for u in run.users)
+    if gaps:
+        print(
+            f"FAIL {len(gaps)} of {tried} consumer configs outside the declared "
+            f"filters accepted on a create subject ({'; '.join(KNOWN_GAPS.values())}): "
+            f"{' | '.join(gaps)}",
+            flush=True,
+        )
+    elif tried:
+        print(f"INFO consumer configs: 0 of {tried} create requests accepted", flush=True)
+    shared = {s: users for s, users in run.publishers.items() if len(users) > 1}
+    if shared:
+        print(
+            "INFO subjects more than one user may publish (declared): "
+            + "; ".join(f"{s} {','.join(users)}" for s, users in shared.items()),
+            flush=True,
+        )
+
+
+def report_insiders(run: InsiderRun) -> bool:
+    """The insider group alone (`--only insiders`): its table, verdicts and notes."""
+    print_insider_table(run)
+    lines = insider_lines(run)
+    for good, name, text in lines:
+        print(f"{'PASS' if good else 'FAIL'} {name}: {text}", flush=True)
+    print_insider_notes(run)
+    return run.ok and all(good for good, _, _ in lines)

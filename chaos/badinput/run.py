@@ -1,9 +1,11 @@
-"""The run: start the stack, drive both campaigns, watch the broker, report, clean up."""
+"""The run: the insider group on its own secured broker; then start the stack, drive both
+campaigns, watch the broker, report, clean up."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -14,8 +16,9 @@ from . import __doc__ as overview  # the package docstring: its first line is --
 from .campaign import Campaign
 from .inbox import inbox_campaign
 from .ingress import ingress_campaign
+from .insiders import run_insiders
 from .observation import broker_pids, drained, stored_counts, wait_for
-from .report import report
+from .report import report, report_insiders
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,9 +33,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=1, help="hypothesis seed")
     parser.add_argument("--keep", action="store_true", help="keep the var dir even on success")
+    parser.add_argument(
+        "--only",
+        choices=["insiders"],
+        help="run one group alone; insiders: every NATS user tries what its declaration does "
+        "not give it, on its own secured nats-server (no stack; a few seconds)",
+    )
     args = parser.parse_args(argv)
     if args.examples < 4:
         raise SystemExit("--examples must be at least 4")
+    if args.only == "insiders":
+        return insiders_only(keep=args.keep)
 
     from tests.fakellm import FakeLLM  # the test suite's real OpenAI-compatible server
 
@@ -44,7 +55,14 @@ def main(argv: list[str] | None = None) -> int:
     stack = None
     ok = False
     try:
-        stack, state, creds = start_stack(var, llm.url, channel.url)
+        insiders = run_insiders(var / "insiders")
+        log(f"insider group done in {insiders.seconds:.1f}s")
+        stack, state, creds = start_stack(
+            var,
+            llm.url,
+            channel.url,
+            extra={"DESK_AUTH_BURST": "1000000"},  # many bad tokens on purpose
+        )
         admin_url = state["nats_admin_url"]
         pids = {name: service_pid(var, name) for name in SERVICES}
         brokers = broker_pids(var)
@@ -81,11 +99,25 @@ def main(argv: list[str] | None = None) -> int:
             decisions_seen,
             quiet,
             started,
+            insiders,
         )
     except Exception as exc:
         log(f"campaign error: {exc.__class__.__name__}: {exc}")
         print(f"FAIL campaign: {exc.__class__.__name__}: {exc}", flush=True)
     finally:
         tear_down(stack, channel, llm, var, keep=args.keep or not ok)
+    print("badinput: OK" if ok else "badinput: FAILED", flush=True)
+    return 0 if ok else 1
+
+
+def insiders_only(*, keep: bool) -> int:
+    """`--only insiders`: the insider group and its report, without the stack."""
+    var = Path(tempfile.mkdtemp(prefix="desk-badinput-insiders-"))
+    log(f"var dir {var}; insider group only")
+    ok = report_insiders(run_insiders(var))
+    if keep or not ok:
+        log(f"broker log kept in {var}/nats-server.log")
+    else:
+        shutil.rmtree(var, ignore_errors=True)
     print("badinput: OK" if ok else "badinput: FAILED", flush=True)
     return 0 if ok else 1

@@ -31,3 +31,46 @@ class Tally:
 
 def total(tally: Tally, prefix: str) -> int:
     return sum(n for g, n in tally.tried.items() if g.startswith(prefix))
+
+
+@dataclass
+class InsiderTally:
+    """What one NATS user (a service or role) was refused and granted in the insider group."""
+
+    user: str
+    probes: int = 0  # publishes and subscriptions outside its declared needs
+    refused: int = 0  # … that the server answered with a permissions violation
+    accepted: list[str] = field(default_factory=list)  # … that it did not (must stay empty)
+    controls: int = 0  # operations it IS granted, tried the same way
+    controls_refused: list[str] = field(default_factory=list)  # must stay empty
+    configs: int = 0  # consumer configs outside its declared filters, on a granted subject
+    configs_accepted: list[str] = field(default_factory=list)  # consumer configs (must stay empty)
+    strays: list[str] = field(default_factory=list)  # errors that belong to no probe at hand
+
+
+@dataclass
+class InsiderRun:
+    """The insider group's result: one tally per user, and who may publish what."""
+
+    users: list[InsiderTally] = field(default_factory=list)
+    publishers: dict[str, list[str]] = field(default_factory=dict)  # data subject -> users
+    seconds: float = 0.0
+    error: str = ""  # the group could not run at all
+
+    @property
+    def accepted(self) -> int:
+        return sum(len(u.accepted) for u in self.users)
+
+    @property
+    def ok(self) -> bool:
+        """Nothing outside a declaration accepted, every control granted, the probe mechanism
+        sound (no stray errors), and every user probed. Known gaps only warn."""
+        return (
+            not self.error
+            and bool(self.users)
+            and all(u.probes > 0 and u.controls > 0 for u in self.users)
+            and not any(
+                u.accepted or u.configs_accepted or u.controls_refused or u.strays
+                for u in self.users
+            )
+        )

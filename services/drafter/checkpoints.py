@@ -8,6 +8,8 @@ from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from shared.db import private_dir, private_sqlite_file
+
 
 def postgres_url(database_url: str | None) -> str | None:
     """A libpq URL if `database_url` names PostgreSQL (SQLAlchemy driver suffixes removed)."""
@@ -33,7 +35,7 @@ async def open_checkpointer(
         return
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    path = Path(var_dir) / "drafter-checkpoints.sqlite"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # threads hold the tickets' text: a private directory, a 0600 file before SQLite opens it
+    path = private_sqlite_file(private_dir(Path(var_dir)) / "drafter-checkpoints.sqlite")
     async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
         yield saver

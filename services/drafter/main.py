@@ -5,10 +5,9 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from shared import subjects
+from shared import catalog
 from shared.consumer import Consumer
 from shared.ledger import Ledger
-from shared.results import REPLY_WITHDRAWN
 from shared.service import Service
 from shared.settings import DrafterSettings
 from shared.source.configured import open_configured
@@ -57,30 +56,14 @@ async def run(settings: DrafterSettings) -> None:
         )
         options = settings.consumer_options()
         await svc.consume(
-            Consumer(
-                name=subjects.DURABLES["drafter"][0][1],
-                stream=subjects.WORK,
-                subjects=(subjects.work_for("drafter"),),
-                handler=drafter.on_work,
-                **options,
-            )
+            Consumer.of(catalog.DRAFTER.consumer("drafter"), drafter.on_work, **options)
         )
         await svc.consume(
-            Consumer(
-                name=subjects.DURABLES["drafter"][1][1],
-                stream=subjects.INBOX,
-                subjects=(subjects.INBOX_DECISION,),
-                handler=drafter.on_decision,
-                **options,
+            Consumer.of(
+                catalog.DRAFTER.consumer("drafter-decisions"), drafter.on_decision, **options
             )
         )
         await svc.consume(  # an approved reply withdrawn: its round is owed an answer again
-            Consumer(
-                name=subjects.DURABLES["drafter"][2][1],
-                stream=subjects.RESULTS,
-                subjects=(subjects.result(REPLY_WITHDRAWN),),
-                handler=drafter.on_result,
-                **options,
-            )
+            Consumer.of(catalog.DRAFTER.consumer("drafter-results"), drafter.on_result, **options)
         )
         await svc.until_stopped()

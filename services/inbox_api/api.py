@@ -2,6 +2,8 @@
 
 Reading needs any reviewer token (`viewer` or `reviewer`); deciding and replaying dead letters
 need the `reviewer` role. The reviewer's name comes from the token, never from the client.
+A client address that keeps presenting wrong tokens gets 429 (see `throttle`); bodies are
+limited before any route reads them (see `web.middleware`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from urllib.parse import quote
 
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -25,11 +28,14 @@ from shared.bus import Bus
 from shared.envelope import Envelope
 from shared.errors import PermanentError, TransientError
 from shared.inbox import Decision
+from shared.settings import InboxApiSettings
 
 from . import store
 from .auth import Reviewers, bearer
 from .openapi import document
 from .schemas import DecisionRequest
+from .sessions import Sessions
+from .throttle import Throttle
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +55,52 @@ class Inbox:
         return self.ticket_url.replace("{ticket}", quote(ticket_id, safe=""))
 
 
+@dataclass(frozen=True)
+class Perimeter:
+    """What the inbox holds at its edge: the web sessions, the failed-attempt throttle, the
+    request body limits and whether cookies need HTTPS."""
+
+    sessions: Sessions
+    throttle: Throttle
+    max_body: int
+    body_timeout: float
+    cookie_secure: bool
+
+    @classmethod
+    def build(cls, inbox: Inbox, settings: InboxApiSettings) -> Perimeter:
+        return cls(
+            sessions=Sessions(inbox.engine, inbox.reviewers, settings.session_lifetime),
+            throttle=Throttle(settings.auth_rate, settings.auth_burst),
+            max_body=settings.max_body,
+            body_timeout=settings.body_timeout,
+            cookie_secure=settings.cookie_secure,
+        )
+
+
+def perimeter(app: Starlette) -> Perimeter:
+    """The app's Perimeter: `app.state.perimeter` when the service put one there, otherwise
+    built once, on first use, from the settings the service runs with."""
+    found: Perimeter | None = getattr(app.state, "perimeter", None)
+    if found is None:
+        settings: InboxApiSettings = app.state.service.settings
+        found = Perimeter.build(app.state.inbox, settings)
+        app.state.perimeter = found
+    return found
+
+
+def client_address(request: Request) -> str:
+    """The client's address (the proxy's X-Forwarded-For when uvicorn trusts the proxy)."""
+    return request.client.host if request.client else "unknown"
+
+
+def attempt_refused(throttle: Throttle, client: str, what: str) -> None:
+    """Count a failed credential attempt against the client's address (never the credential)."""
+    if throttle.failed(client):
+        log.warning("%s refused from %s; its next attempts get 429 for a while", what, client)
+    else:
+        log.warning("%s refused from %s", what, client)
+
+
 def error(status: int, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, **extra)
 
@@ -64,8 +116,20 @@ def _bus(request: Request) -> Bus | None:
 
 
 def authorize(request: Request, role: Literal["viewer", "reviewer"]) -> store.Reviewer | Response:
-    reviewer = _inbox(request).reviewers.authenticate(bearer(request.headers.get("authorization")))
+    token = bearer(request.headers.get("authorization"))
+    if token is None:
+        return error(401, "a reviewer token is required", headers={"WWW-Authenticate": "Bearer"})
+    edge, client = perimeter(request.app), client_address(request)
+    wait = edge.throttle.retry_after(client)
+    if wait:
+        return error(
+            429,
+            f"too many wrong tokens from your address; retry in {wait} s",
+            headers={"Retry-After": str(wait)},
+        )
+    reviewer = _inbox(request).reviewers.authenticate(token)
     if reviewer is None:
+        attempt_refused(edge.throttle, client, "API token")
         return error(401, "a reviewer token is required", headers={"WWW-Authenticate": "Bearer"})
     if role == "reviewer" and reviewer.role != "reviewer":
         return error(403, "this token may read the inbox but not decide")
@@ -222,6 +286,9 @@ async def replay_dead_letter(request: Request) -> Response:
         result = await deadletters.replay(bus, letter_id)
     except LookupError:
         return error(404, "no such dead letter")
+    except deadletters.RefusedReplay as exc:
+        log.warning("dead letter %s refused for replay: %s", letter_id, exc.why)
+        return error(422, str(exc))
     log.info("dead letter %s replayed by %s", letter_id, who.name)
     return JSONResponse({"replayed": letter_id, **result.model_dump(mode="json")}, status_code=202)
 

@@ -43,7 +43,17 @@ class Reviewers:
     def authenticate(self, token: str | None) -> Reviewer | None:
         if not token:
             return None
-        presented = hashlib.sha256(token.encode()).digest()
+        return self._find(hashlib.sha256(token.encode()).digest())
+
+    def by_digest(self, token_sha256: str) -> Reviewer | None:
+        """The reviewer a token digest (hex) belongs to now, or None if it is not configured."""
+        try:
+            presented = bytes.fromhex(token_sha256)
+        except ValueError:
+            return None
+        return self._find(presented)
+
+    def _find(self, presented: bytes) -> Reviewer | None:
         found = None
         for stored, reviewer in self._entries:  # every entry compared, in constant time
             if hmac.compare_digest(presented, stored):

@@ -24,6 +24,7 @@ from shared.results import (
     REPLY_FAILED,
     REPLY_SENT,
     REPLY_WITHDRAWN,
+    SOURCE_SENDER,
 )
 
 from . import store
@@ -82,22 +83,32 @@ NOTIFICATIONS = (NOTIFY_SENT, NOTIFY_FAILED)
 
 
 class Results:
-    """What the sender did with a decided item: its final status in the inbox."""
+    """What the sender did with a decided item: its final status in the inbox.
+
+    The subject says what a result is (only the sender may publish these subjects): a body that
+    claims another kind, or a source other than the sender, is dead-lettered, never believed."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     async def on_result(self, delivery: Delivery[Envelope]) -> None:
+        kind = subjects.result_kind(delivery.subject)
+        if delivery.body.type != kind:
+            raise PermanentError(
+                f"a result on {delivery.subject} says it is {delivery.body.type!r}"
+            )
+        if delivery.body.source != SOURCE_SENDER:
+            raise PermanentError(f"a {kind} result from {delivery.body.source!r}, not the sender")
         data = delivery.body.data
-        if delivery.body.type in NOTIFICATIONS and isinstance(data, dict):
+        if kind in NOTIFICATIONS and isinstance(data, dict):
             await asyncio.to_thread(
-                store.record_notification, self.engine, delivery.body.id, delivery.body.type, data
+                store.record_notification, self.engine, delivery.body.id, kind, data
             )
             return
-        status = RESULT_STATUS.get(delivery.body.type)
+        status = RESULT_STATUS.get(kind)
         if status is None or not isinstance(data, dict) or not data.get("item_id"):
-            return  # other result types (reports) are not about one item
-        result = {"type": delivery.body.type, "id": delivery.body.id, **data}
+            return  # nothing about one item
+        result = {"type": kind, "id": delivery.body.id, **data}
         if not await asyncio.to_thread(
             store.set_result, self.engine, data["item_id"], status, result
         ):

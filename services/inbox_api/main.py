@@ -7,7 +7,7 @@ import contextlib
 import functools
 import logging
 
-from shared import subjects
+from shared import catalog
 from shared.consumer import Consumer
 from shared.db import database_url, make_engine
 from shared.service import Service
@@ -42,24 +42,16 @@ async def run(settings: InboxApiSettings) -> None:
             if svc.bus is not None:
                 projection = Projection(engine)
                 await svc.consume(
-                    Consumer(
-                        name=subjects.DURABLES["inbox_api"][0][1],
-                        stream=subjects.INBOX,
-                        subjects=(
-                            subjects.INBOX_ITEM,
-                            subjects.INBOX_WITHDRAWN,
-                            subjects.INBOX_OVERDUE,
-                        ),
-                        handler=projection.on_message,
+                    Consumer.of(
+                        catalog.INBOX_API.consumer("inbox_api"),
+                        projection.on_message,
                         **settings.consumer_options(),
                     )
                 )
                 await svc.consume(
-                    Consumer(
-                        name=subjects.DURABLES["inbox_api"][1][1],
-                        stream=subjects.RESULTS,
-                        subjects=(subjects.ALL_RESULTS,),
-                        handler=Results(engine).on_result,
+                    Consumer.of(
+                        catalog.INBOX_API.consumer("inbox_api-results"),
+                        Results(engine).on_result,
                         **settings.consumer_options(),
                     )
                 )

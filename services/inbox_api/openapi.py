@@ -24,11 +24,15 @@ def _errors(*codes: int) -> dict[str, Any]:
         401: "no or unknown token",
         403: "the token's role may not do this",
         404: "not found",
+        408: "the request body did not arrive in time",
         409: "not waiting, or the version is no longer current",
+        413: "the request body is larger than the inbox accepts (DESK_MAX_BODY)",
         422: "not allowed by the item, or incomplete",
+        429: "too many wrong tokens from this address; retry after Retry-After seconds",
         503: "temporarily unavailable; retry later",
     }
-    return {str(c): _answer(text[c], _ERROR) for c in codes}
+    # every authenticated operation may be throttled, and every body is limited
+    return {str(c): _answer(text[c], _ERROR) for c in sorted({*codes, 408, 413, 429})}
 
 
 def _path_id(description: str, kind: str = "string") -> dict[str, Any]:

@@ -132,6 +132,19 @@ class NotificationRow(SQLModel, table=True):
     at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
 
 
+class SessionRow(SQLModel, table=True):
+    """A web session: the sha256 of its id (only the cookie holds the id itself), the digest of
+    the token it was opened with (its role is looked up again on every request), when it
+    began, and a one-time message for the next page."""
+
+    __tablename__ = "inbox_sessions"
+
+    key: str = Field(primary_key=True, max_length=64)
+    token_sha256: str = Field(max_length=64)
+    created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), index=True))
+    flash: str | None = None
+
+
 class NotFound(LookupError):
     pass
 
@@ -150,7 +163,12 @@ class Reviewer:
     role: Literal["reviewer", "viewer"]
 
 
-TABLES = [ItemRow.__table__, DecisionRow.__table__, NotificationRow.__table__]  # type: ignore[attr-defined]
+TABLES = [
+    ItemRow.__table__,  # type: ignore[attr-defined]
+    DecisionRow.__table__,  # type: ignore[attr-defined]
+    NotificationRow.__table__,  # type: ignore[attr-defined]
+    SessionRow.__table__,  # type: ignore[attr-defined]
+]
 
 
 def create_tables(engine: Engine) -> None:
@@ -762,3 +780,58 @@ def review_log(engine: Engine) -> list[dict[str, Any]]:
     with Session(engine, expire_on_commit=False) as session:
         rows = session.exec(select(DecisionRow).order_by(col(DecisionRow.id))).all()
         return [decision_json(r) for r in rows]
+
+
+# -- web sessions --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    token_sha256: str
+    created_at: dt.datetime
+    flash: str | None
+
+
+def open_session(engine: Engine, key: str, token_sha256: str, now: dt.datetime) -> None:
+    with Session(engine) as session:
+        session.add(SessionRow(key=key, token_sha256=token_sha256, created_at=now))
+        session.commit()
+
+
+def find_session(engine: Engine, key: str) -> StoredSession | None:
+    with Session(engine) as session:
+        row = session.get(SessionRow, key)
+        if row is None:
+            return None
+        created = _utc(row.created_at)
+        assert created is not None
+        return StoredSession(row.token_sha256, created, row.flash)
+
+
+def close_session(engine: Engine, key: str) -> None:
+    with Session(engine) as session:
+        row = session.get(SessionRow, key)
+        if row is not None:
+            session.delete(row)
+            session.commit()
+
+
+def set_flash(engine: Engine, key: str, text: str | None) -> None:
+    with Session(engine) as session:
+        row = session.get(SessionRow, key)
+        if row is not None and row.flash != text:
+            row.flash = text
+            session.add(row)
+            session.commit()
+
+
+def purge_sessions(engine: Engine, begun_before: dt.datetime) -> int:
+    """Delete the sessions that began before `begun_before` (expired); how many."""
+    with Session(engine) as session:
+        rows = session.exec(
+            select(SessionRow).where(col(SessionRow.created_at) < begun_before)
+        ).all()
+        for row in rows:
+            session.delete(row)
+        session.commit()
+        return len(rows)

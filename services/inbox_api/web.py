@@ -1,9 +1,12 @@
 """The reviewer's web page: the inbox list, an item's detail, and the forms that decide it.
 
-Server-rendered (Jinja2, autoescaped), no front-end build. A signed session cookie
-(SameSite=strict, HttpOnly) holds the reviewer's name and role, taken from the token they
-logged in with, and a random CSRF token every POST must carry. Viewers read; only reviewers
-decide. Bad form input gets a 4xx page, never a 500.
+Server-rendered (Jinja2, autoescaped), no front-end build. The session cookie (SameSite=strict,
+HttpOnly) holds only a random id; the session lives in the inbox's database (see `sessions`),
+ends at logout or at its absolute lifetime, and takes the reviewer's role from the configured
+tokens on every request. Every form POST must come from this site (Origin, else Referer, names
+this host) and, once logged in, carry the session's CSRF token; wrong tokens at the login are
+throttled per client address like the API's. Viewers read; only reviewers decide. Bad form
+input gets a 4xx page, never a 500.
 """
 
 from __future__ import annotations
@@ -14,31 +17,33 @@ import hashlib
 import hmac
 import json
 import logging
+import math
 import re
 import secrets
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import jinja2
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.templating import Jinja2Templates
+from starlette.types import Scope
 
+from shared import bodies
 from shared.inbox import InterruptConfig
 
 from . import store
-from .api import Inbox, publish_decision
+from .api import Inbox, Perimeter, attempt_refused, client_address, perimeter, publish_decision
 from .render import age, changes, diff, fold, utc, when
+from .sessions import COOKIE, WebSession
 
 log = logging.getLogger(__name__)
 
-SESSION_SECONDS = 8 * 3600
 MAX_FORM_BYTES = 256 * 1024
 MAX_TEXT = 20_000
 PAGE_SIZE = 50
@@ -88,17 +93,84 @@ def _inbox(request: Request) -> Inbox:
     return inbox
 
 
+def _edge(request: Request) -> Perimeter:
+    return perimeter(request.app)
+
+
+async def _current(request: Request) -> WebSession | None:
+    """The request's live session, if its cookie names one (looked up once per request)."""
+    try:
+        cached: WebSession | None = request.state.session
+        return cached
+    except AttributeError:
+        pass
+    found = await asyncio.to_thread(_edge(request).sessions.find, request.cookies.get(COOKIE))
+    request.state.session = found
+    return found
+
+
 def _user(request: Request) -> store.Reviewer | None:
-    name, role = request.session.get("name"), request.session.get("role")
-    if isinstance(name, str) and role in ("reviewer", "viewer"):
-        return store.Reviewer(name, role)
-    return None
+    """The user of the session `_current` found (None before it was asked, or without one)."""
+    session: WebSession | None = getattr(request.state, "session", None)
+    return session.user if session else None
+
+
+def _set_cookie(response: Response, edge: Perimeter, session_id: str) -> None:
+    lifetime = math.ceil(edge.sessions.lifetime.total_seconds())
+    response.set_cookie(
+        COOKIE,
+        session_id,
+        max_age=lifetime,
+        path="/",
+        secure=edge.cookie_secure,
+        httponly=True,
+        samesite="strict",
+    )
+
+
+def _clear_cookie(request: Request, response: Response) -> None:
+    if COOKIE in request.cookies:
+        edge = _edge(request)
+        response.delete_cookie(
+            COOKIE, path="/", secure=edge.cookie_secure, httponly=True, samesite="strict"
+        )
+
+
+def _to_login(request: Request) -> Response:
+    """To the login page, dropping a cookie whose session has ended."""
+    answer = RedirectResponse("/login", status_code=303)
+    _clear_cookie(request, answer)
+    return answer
+
+
+_PORTS = {"http": 80, "https": 443}
+
+
+def _same_origin(request: Request) -> bool:
+    """False when a browser says the form was posted from another site: the Origin header (else
+    the Referer) must name this request's Host. Without either it is no browser's form post."""
+    origin = request.headers.get("origin") or request.headers.get("referer")
+    if origin is None:
+        return True
+    try:
+        sent = urlsplit(origin)
+        scheme = sent.scheme.lower()
+        here = urlsplit("//" + request.headers.get("host", ""))
+        default = _PORTS.get(scheme)
+        return (
+            default is not None
+            and sent.hostname is not None
+            and (sent.hostname, sent.port or default) == (here.hostname, here.port or default)
+        )
+    except ValueError:  # a port that is not a number, a malformed IPv6 host
+        return False
 
 
 def _page(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
     nonce = secrets.token_urlsafe(16)
-    csrf = request.session.get("csrf")
-    full = {"user": _user(request), "csrf": csrf or "", "nonce": nonce, "flash": None, **context}
+    session: WebSession | None = getattr(request.state, "session", None)
+    csrf = session.csrf if session else ""
+    full = {"user": _user(request), "csrf": csrf, "nonce": nonce, "flash": None, **context}
     headers = {
         "Content-Security-Policy": (
             f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
@@ -121,8 +193,11 @@ def _error(
 
 
 async def _form(request: Request) -> FormData | Response:
+    if not _same_origin(request):
+        log.warning("form post to %s from another site refused", request.url.path)
+        return _error(request, 403, "Refused", "This form was sent from another site.")
     length = request.headers.get("content-length", "")
-    if length.isdigit() and int(length) > MAX_FORM_BYTES:
+    if re.fullmatch(r"[0-9]+", length) and int(length) > MAX_FORM_BYTES:
         return _error(request, 413, "Too large", "That form is larger than this page accepts.")
     try:
         return await request.form(max_files=0, max_fields=20)
@@ -144,17 +219,19 @@ def _version(form: FormData) -> int | None:
     return int(text) if re.fullmatch(r"[0-9]{1,9}", text) and int(text) >= 1 else None
 
 
-def _guard(
+async def _guard(
     request: Request, form: FormData, role: Literal["viewer", "reviewer"]
 ) -> store.Reviewer | Response:
     """The session's user, if logged in, the form carries the session's CSRF token, and the
     role suffices; otherwise the refusal page."""
-    who = _user(request)
-    if who is None:
-        return _error(request, 401, "Log in first", "Your session has ended.", back="/login")
-    expected = request.session.get("csrf")
+    session = await _current(request)
+    if session is None:
+        answer = _error(request, 401, "Log in first", "Your session has ended.", back="/login")
+        _clear_cookie(request, answer)
+        return answer
+    who = session.user
     sent = _text(form, "csrf") or ""
-    if not isinstance(expected, str) or not hmac.compare_digest(sent.encode(), expected.encode()):
+    if not hmac.compare_digest(sent.encode(), session.csrf.encode()):
         return _error(
             request, 403, "Form expired", "This form is not from your current session; reload."
         )
@@ -190,11 +267,13 @@ def _draft(item: dict[str, Any]) -> str:
 
 
 async def home(request: Request) -> Response:
-    return RedirectResponse("/inbox" if _user(request) else "/login", status_code=303)
+    if await _current(request) is None:
+        return _to_login(request)
+    return RedirectResponse("/inbox", status_code=303)
 
 
 async def login_form(request: Request) -> Response:
-    if _user(request) is not None:
+    if await _current(request) is not None:
         return RedirectResponse("/inbox", status_code=303)
     return _page(request, "login.html", {"error": None})
 
@@ -203,32 +282,45 @@ async def login(request: Request) -> Response:
     form = await _form(request)
     if isinstance(form, Response):
         return form
+    edge, client = _edge(request), client_address(request)
+    wait = edge.throttle.retry_after(client)
+    if wait:
+        message = f"Too many wrong tokens from your address; try again in {wait} s."
+        answer = _error(request, 429, "Too many attempts", message, back="/login")
+        answer.headers["Retry-After"] = str(wait)
+        return answer
     token = (_text(form, "token") or "").strip()
     who = _inbox(request).reviewers.authenticate(token or None)
     if who is None:
-        log.warning("web login refused")
+        attempt_refused(edge.throttle, client, "web login")
         return _page(request, "login.html", {"error": "That token is not valid."}, 401)
-    request.session.clear()
-    request.session.update({"name": who.name, "role": who.role, "csrf": secrets.token_urlsafe(32)})
-    log.info("%s logged in to the web inbox", who.name)
-    return RedirectResponse("/inbox", status_code=303)
+    await asyncio.to_thread(edge.sessions.close, request.cookies.get(COOKIE))  # a new id each time
+    session_id = await asyncio.to_thread(edge.sessions.open, token)
+    log.info("%s logged in to the web inbox from %s", who.name, client)
+    answer = RedirectResponse("/inbox", status_code=303)
+    _set_cookie(answer, edge, session_id)
+    return answer
 
 
 async def logout(request: Request) -> Response:
     form = await _form(request)
     if isinstance(form, Response):
         return form
-    if _user(request) is not None:
-        who = _guard(request, form, "viewer")
+    if await _current(request) is not None:
+        who = await _guard(request, form, "viewer")
         if isinstance(who, Response):
             return who
-    request.session.clear()
-    return RedirectResponse("/login", status_code=303)
+        await asyncio.to_thread(_edge(request).sessions.close, request.cookies.get(COOKIE))
+        request.state.session = None
+    answer = RedirectResponse("/login", status_code=303)
+    _clear_cookie(request, answer)
+    return answer
 
 
 async def inbox_page(request: Request) -> Response:
-    if _user(request) is None:
-        return RedirectResponse("/login", status_code=303)
+    session = await _current(request)
+    if session is None:
+        return _to_login(request)
     q = request.query_params
     status = q.get("status") or "waiting"
     if status != "all" and status not in store.STATUSES:
@@ -287,13 +379,15 @@ async def inbox_page(request: Request) -> Response:
         "categories": sorted(c for c in stats["by_category"] if c != "none"),
         "next_url": more if next_cursor else None,
         "version": version_stamp(stats),
-        "flash": request.session.pop("flash", None),
+        "flash": session.flash,
     }
+    if session.flash is not None:  # shown once
+        await asyncio.to_thread(_edge(request).sessions.flash, session, None)
     return _page(request, "list.html", context)
 
 
 async def inbox_version(request: Request) -> Response:
-    if _user(request) is None:
+    if await _current(request) is None:
         return JSONResponse({"error": "log in first"}, status_code=401)
     stats = await asyncio.to_thread(store.stats, _inbox(request).engine)
     return JSONResponse(
@@ -303,9 +397,10 @@ async def inbox_version(request: Request) -> Response:
 
 
 async def item_page(request: Request) -> Response:
-    who = _user(request)
-    if who is None:
-        return RedirectResponse("/login", status_code=303)
+    session = await _current(request)
+    if session is None:
+        return _to_login(request)
+    who = session.user
     item = await asyncio.to_thread(
         store.get_item, _inbox(request).engine, request.path_params["id"]
     )
@@ -357,7 +452,7 @@ async def edit_preview(request: Request) -> Response:
     form = await _form(request)
     if isinstance(form, Response):
         return form
-    who = _guard(request, form, "reviewer")
+    who = await _guard(request, form, "reviewer")
     if isinstance(who, Response):
         return who
     item_id = request.path_params["id"]
@@ -393,7 +488,7 @@ async def decide(request: Request) -> Response:
     form = await _form(request)
     if isinstance(form, Response):
         return form
-    who = _guard(request, form, "reviewer")
+    who = await _guard(request, form, "reviewer")
     if isinstance(who, Response):
         return who
     item_id = request.path_params["id"]
@@ -419,7 +514,10 @@ async def decide(request: Request) -> Response:
     published = await publish_decision(request.app.state.service.bus, engine, decision)
     log.info("%s decided %s on %s", who.name, kind, item_id)
     note = "" if published else " (it goes out as soon as the broker answers)"
-    request.session["flash"] = f"{DONE[kind]}: {item_id}{note}"
+    session = await _current(request)
+    if session is not None:
+        flash = f"{DONE[kind]}: {item_id}{note}"
+        await asyncio.to_thread(_edge(request).sessions.flash, session, flash)
     return RedirectResponse("/inbox", status_code=303)
 
 
@@ -436,16 +534,29 @@ routes: list[BaseRoute] = [
 ]
 
 
-def middleware(session_secret: str | None, cookie_secure: bool) -> list[Middleware]:
-    """The signed session cookie; without a configured secret, a random one per process (so a
-    restart logs everyone out, and replicas behind one address need the setting)."""
-    return [
-        Middleware(
-            SessionMiddleware,
-            secret_key=session_secret or secrets.token_urlsafe(32),
-            session_cookie="desk_session",
-            max_age=SESSION_SECONDS,
-            same_site="strict",
-            https_only=cookie_secure,
-        )
-    ]
+class _BodyLimit(bodies.BodyLimit):
+    """Bodies at most DESK_MAX_BODY bytes, arriving within DESK_BODY_TIMEOUT seconds, for every
+    route; the API's refusal is JSON, the web's a page."""
+
+    def limits(self, scope: Scope) -> tuple[int, float | None]:
+        edge = perimeter(scope["app"])
+        return edge.max_body, edge.body_timeout
+
+    def refusal(self, scope: Scope, exc: bodies.BodyRefused) -> Response:
+        if scope["path"].startswith("/api/"):
+            return super().refusal(scope, exc)
+        if exc.status == 413:
+            title, message = "Too large", "That form is larger than this page accepts."
+        else:
+            title, message = "Too slow", "The form did not arrive in time; try again."
+        answer = _error(Request(scope), exc.status, title, message)
+        answer.headers.update(bodies.closing(exc))
+        return answer
+
+
+def middleware(session_secret: str | None = None, cookie_secure: bool = False) -> list[Middleware]:
+    """The request body limit, in front of every route.
+
+    Sessions are server-side (see `sessions`): no secret signs them any more, and the cookie's
+    flags come from the settings, so both arguments are accepted and unused."""
+    return [Middleware(_BodyLimit)]

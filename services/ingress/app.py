@@ -1,10 +1,13 @@
 """`POST /webhooks/{source}`: verify, record, answer. No model calls, no database.
 
 202 only after the JetStream PubAck; any refusal publishes nothing; no input yields a 500.
+A body that stops arriving gets 408 once `body_timeout` has passed since the headers. A source
+without a timestamp has its replays answered as duplicates (see `replays`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import functools
 import logging
@@ -25,6 +28,7 @@ from shared.signatures import SignatureError, TimestampError
 from . import metrics
 from .intake import RequestError, event_for, parse_json, verify
 from .recorder import Recorder
+from .replays import Replays
 from .sources import Source
 
 log = logging.getLogger(__name__)
@@ -35,6 +39,7 @@ class Intake:
     sources: dict[str, Source]
     max_body: int
     retry_after: int
+    body_timeout: float = 10.0
 
 
 def _error(status: int, message: str, **extra: Any) -> JSONResponse:
@@ -64,23 +69,29 @@ def _first(headers: list[tuple[str, str]], name: str) -> str:
     return ""
 
 
-async def _read_limited(request: Request, declared: str, limit: int) -> bytes:
-    """The body straight from the ASGI `receive`; 413 past `limit`, declared or streamed."""
+async def _read_limited(request: Request, declared: str, limit: int, timeout: float) -> bytes:
+    """The body straight from the ASGI `receive`; 413 past `limit`, declared or streamed; 408
+    if it is not all there within `timeout` seconds (a client that stops sending would hold
+    the connection and its task for as long as it likes)."""
     if declared.isdigit() and int(declared) > limit:
         raise RequestError(413, f"body larger than {limit} bytes")
     chunks: list[bytes] = []
     size = 0
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            raise ClientDisconnect()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise RequestError(413, f"body larger than {limit} bytes")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                message = await request.receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientDisconnect()
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    raise RequestError(413, f"body larger than {limit} bytes")
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    except TimeoutError:
+        raise RequestError(408, f"request body not received within {timeout:g}s") from None
 
 
 # Bounded anyway: the configured sources (or "unknown") times the statuses.
@@ -97,7 +108,9 @@ async def receive(request: Request) -> Response:
     try:
         response = await _receive(request, intake, source)
     except RequestError as exc:
-        response = _error(exc.status, str(exc))
+        # 408: the rest of the body may still come; close rather than read it as a request.
+        extra = {"headers": {"Connection": "close"}} if exc.status == 408 else {}
+        response = _error(exc.status, str(exc), **extra)
     except SignatureError as exc:
         metrics.SIGNATURE_FAILURES.labels(label, exc.reason).inc()
         response = _error(401, "signature not valid")
@@ -115,16 +128,31 @@ async def _receive(request: Request, intake: Intake, source: Source | None) -> R
     raw_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
     if not _json_content_type(_first(raw_headers, "content-type")):
         raise RequestError(415, "content type must be application/json")
-    body = await _read_limited(request, _first(raw_headers, "content-length"), intake.max_body)
+    body = await _read_limited(
+        request, _first(raw_headers, "content-length"), intake.max_body, intake.body_timeout
+    )
     lower = {k.lower(): v for k, v in raw_headers}
     verify(source, lower, body, time.time())
     document = parse_json(body)
     received = dt.datetime.now(dt.UTC)
-    event = event_for(source, document, lower, raw_headers, received)
+    event = event_for(source, document, body, lower, raw_headers, received)
 
     bus: Bus | None = request.app.state.service.bus
     if bus is None or not bus.connected:
         return _unavailable(intake)
+    replays: Replays = request.app.state.replays
+    guarded = not source.timestamped
+    if guarded:
+        if not replays.attached:
+            return _unavailable(intake)
+        try:
+            if await replays.seen(source.name, event.digest):
+                metrics.DUPLICATES.labels(source.name).inc()
+                log.debug("replay refused", extra={"event_id": event.msg_id})
+                return _accepted(event.id, True)
+        except TransientError as exc:
+            log.warning("replay ledger unavailable: %s", exc, extra={"event_id": event.msg_id})
+            return _unavailable(intake)
     recorder: Recorder = request.app.state.recorder
     started = time.perf_counter()
     try:
@@ -139,6 +167,14 @@ async def _receive(request: Request, intake: Intake, source: Source | None) -> R
     except (TransientError, PermanentError) as exc:
         log.warning("event not stored: %s", exc, extra={"event_id": event.msg_id})
         return _unavailable(intake)
+    if guarded:
+        # After the PubAck: stored, then remembered. If remembering fails the sender is asked
+        # to retry; the broker drops the copy (same `Nats-Msg-Id`) and the retry remembers it.
+        try:
+            await replays.remember(source.name, event.digest, published.seq)
+        except TransientError as exc:
+            log.warning("stored, replay not remembered: %s", exc, extra={"event_id": event.msg_id})
+            return _unavailable(intake)
     metrics.PUBLISH_SECONDS.observe(time.perf_counter() - started)
     metrics.BODY_BYTES.observe(len(body))
     if published.duplicate:

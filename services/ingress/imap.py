@@ -3,7 +3,9 @@
 The event body has the same shape an inbound-email webhook carries (Postmark-style `From`,
 `To`, `Subject`, `TextBody`, `MessageID`, `Date`), so everything downstream treats both alike.
 A mail is flagged \\Seen only after its event is acknowledged by the broker; a crash in between
-republishes it with the same id (`<source>:<Message-ID>`), which the broker drops.
+republishes it with the same id, which the broker drops. The id is the Message-ID and a hash of
+the event (`<source>:<Message-ID>#sha256-…`): a sender picks its Message-ID, so two different
+mails may share one, and the second must not be dropped as a copy of the first.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from shared.bus import Bus
 from shared.errors import PermanentError, TransientError
 from shared.service import Service
 from shared.settings import ImapSettings
+from shared.signatures import body_digest
 
 from .intake import nats_headers
 
@@ -64,6 +67,12 @@ def to_event(raw: bytes) -> dict[str, Any]:
         "InReplyTo": str(message.get("In-Reply-To", "")).strip(),
         "References": str(message.get("References", "")).strip(),
     }
+
+
+def event_id_of(message_id: str, body: bytes) -> str:
+    """The same mail (the same event body) always gets the same id; two mails that only
+    share a Message-ID do not."""
+    return f"{message_id}#{body_digest(body)}"
 
 
 class Mailbox:
@@ -116,16 +125,13 @@ async def poll_once(mailbox: Mailbox, bus: Bus, source: str) -> int:
     done: list[str] = []
     for mail in mails:
         document = to_event(mail.raw)
-        msg_id = ids.ingress(source, document["MessageID"])
-        headers = nats_headers(
-            [], source, document["MessageID"], EVENT_TYPE, msg_id, dt.datetime.now(dt.UTC)
-        )
+        body = json.dumps(document).encode()
+        event_id = event_id_of(document["MessageID"], body)
+        msg_id = ids.ingress(source, event_id)
+        headers = nats_headers([], source, event_id, EVENT_TYPE, msg_id, dt.datetime.now(dt.UTC))
         try:
             await bus.publish(
-                subjects.event(source, EVENT_TYPE),
-                json.dumps(document).encode(),
-                msg_id=msg_id,
-                headers=headers,
+                subjects.event(source, EVENT_TYPE), body, msg_id=msg_id, headers=headers
             )
         except (TransientError, PermanentError) as exc:
             log.warning("mail not stored, will retry next poll: %s", exc)

@@ -1,7 +1,9 @@
 """From a verified request to a stored event: the pure parts of intake (no I/O).
 
-Reads the event id and type, builds the NATS headers (original request headers, auth and
-broker-reserved headers dropped, our own `Desk-*` headers added) and the dedup id.
+Reads the event id and type, builds the NATS headers (the source's allowlist of request
+headers, never a credential or a broker-reserved header, and our own `Desk-*` headers) and the
+dedup id. An id only an unsigned header carries is not believed: the event is named by a hash
+of its signed body instead, so a replay under a fresh delivery id is still the same event.
 """
 
 from __future__ import annotations
@@ -19,15 +21,18 @@ from shared.envelope import decode_json
 from shared.errors import PermanentError
 from shared.signatures import (
     basic_verify,
+    body_digest,
     github_verify,
     standard_verify,
     stripe_verify,
 )
 
-from .sources import Source
+from .sources import DEFAULT_STORED_HEADERS, Source, credential_header
 
-# Never copied into the stored event: credentials, and headers the broker would act on.
+# Never copied into the stored event, whatever a source's allowlist says: credentials, and
+# headers the broker would act on.
 DROPPED = {"authorization", "proxy-authorization", "cookie", "set-cookie", "content-length"}
+DEFAULT_ALLOWED = frozenset(DEFAULT_STORED_HEADERS)
 _HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # control characters a header value may not carry
 _CONTROL_ID = re.compile(r"[\x00-\x1f]")  # control characters an event id may not carry
@@ -51,6 +56,7 @@ class Event:
     subject: str
     msg_id: str
     headers: dict[str, str]
+    digest: str  # of the body: what a scheme without a timestamp dedups replays by
 
 
 def verify(source: Source, lower_headers: Mapping[str, str], body: bytes, now: float) -> None:
@@ -77,32 +83,40 @@ def parse_json(body: bytes) -> Any:
 
 def _field(
     document: Any, path: str | None, header: str | None, lower_headers: Mapping[str, str]
-) -> str | None:
+) -> tuple[str | None, str | None]:
+    """The value, and the header it came from (None: from the body)."""
     if path:
         value = jsonpath.lookup(document, path)
         if isinstance(value, str | int) and not isinstance(value, bool) and str(value).strip():
-            return str(value).strip()
+            return str(value).strip(), None
     if header:
         value = lower_headers.get(header.lower(), "").strip()
         if value:
-            return value
-    return None
+            return value, header
+    return None, None
 
 
 def event_for(
     source: Source,
     document: Any,
+    body: bytes,
     lower_headers: Mapping[str, str],
     raw_headers: list[tuple[str, str]],
     received: dt.datetime,
 ) -> Event:
-    event_id = _field(document, source.id_path, source.id_header, lower_headers)
+    digest = body_digest(body)
+    event_id, id_header = _field(document, source.id_path, source.id_header, lower_headers)
     if not event_id:
         raise RequestError(400, "event id missing")
+    if id_header is not None and not source.signs_header(id_header):
+        # Anyone replaying a captured request can write any delivery id: name it by what the
+        # signature covers. (The delivery header itself is still stored, for tracing.)
+        event_id = digest
     if len(event_id) > MAX_ID_LENGTH or _CONTROL_ID.search(event_id):
         raise RequestError(400, "event id is not usable (too long or control characters)")
-    event_type = source.type_value or _field(
-        document, source.type_path, source.type_header, lower_headers
+    event_type = (
+        source.type_value
+        or _field(document, source.type_path, source.type_header, lower_headers)[0]
     )
     if not event_type:
         raise RequestError(400, "event type missing")
@@ -112,21 +126,36 @@ def event_for(
         raise RequestError(
             400, "event type must be letters, digits, '-', '_' and single dots"
         ) from None
+    if source.event_types is not None and event_type not in source.event_types:
+        raise RequestError(400, "event type not accepted for this source (see its event_types)")
     msg_id = ids.ingress(source.name, event_id)
+    headers = nats_headers(
+        raw_headers,
+        source.name,
+        event_id,
+        event_type,
+        msg_id,
+        received,
+        allowed=source.kept_headers(),
+    )
     return Event(
         source=source.name,
         id=event_id,
         type=event_type,
         subject=subject,
         msg_id=msg_id,
-        headers=nats_headers(raw_headers, source.name, event_id, event_type, msg_id, received),
+        headers=headers,
+        digest=digest,
     )
 
 
 @functools.lru_cache(maxsize=512)  # the same few names come with every request
-def _kept_name(name: str) -> bool:
+def _storable(name: str) -> str | None:
+    """The lower-case name of a header that may be stored at all; None if it never may."""
     lower = name.lower()
-    return not (lower in DROPPED or lower.startswith(_RESERVED) or not _HEADER_NAME.match(name))
+    if lower in DROPPED or lower.startswith(_RESERVED) or not _HEADER_NAME.match(name):
+        return None
+    return None if credential_header(lower) else lower
 
 
 def nats_headers(
@@ -136,10 +165,15 @@ def nats_headers(
     event_type: str,
     msg_id: str,
     received: dt.datetime,
+    *,
+    allowed: frozenset[str] = DEFAULT_ALLOWED,
 ) -> dict[str, str]:
+    """The stored event's headers: those request headers `allowed` names (lower-case), never a
+    credential, then ours."""
     kept: dict[str, str] = {}
     for name, value in raw_headers:
-        if not _kept_name(name):
+        lower = _storable(name)
+        if lower is None or lower not in allowed:
             continue
         clean = " ".join(value.split())
         if _CONTROL.search(clean):

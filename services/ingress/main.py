@@ -5,12 +5,14 @@ from __future__ import annotations
 import gc
 import logging
 
+from shared.ledger import Ledger
 from shared.service import Service
 from shared.settings import IngressSettings
 
 from . import sources
 from .app import Intake, routes
 from .recorder import Recorder
+from .replays import Replays
 
 log = logging.getLogger(__name__)
 
@@ -34,16 +36,25 @@ def settle_gc() -> None:
 
 async def run(settings: IngressSettings) -> None:
     configured = sources.load(settings.sources_file, settings.sources, settings.var_dir)
-    intake = Intake(configured, settings.max_body, settings.retry_after)
-    async with (
-        Recorder(settings.publish_timeout, settings.service) as recorder,
-        Service(settings, routes=routes, state={"intake": intake, "recorder": recorder}) as svc,
-    ):
+    intake = Intake(configured, settings.max_body, settings.retry_after, settings.body_timeout)
+    untimed = sorted(name for name, source in configured.items() if not source.timestamped)
+    recorder = Recorder(settings.publish_timeout, settings.service)
+    replays = Replays()
+    state = {"intake": intake, "recorder": recorder, "replays": replays}
+    async with recorder, Service(settings, routes=routes, state=state) as svc:
         if svc.bus is not None:
             await recorder.attach(svc.bus)
+            if untimed:
+                replays.attach(await Ledger.open(svc.bus.js, svc.name))
         settle_gc()
         if configured:
             log.info("accepting webhooks for %s", ", ".join(sorted(configured)))
         else:
             log.warning("no webhook sources configured: every request will get 404")
+        for name in untimed:
+            log.warning(
+                "source %s: signature scheme has no timestamp; replays are refused by body hash"
+                " only",
+                name,
+            )
         await svc.until_stopped()

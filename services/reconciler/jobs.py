@@ -7,10 +7,7 @@ import logging
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
-from shared import ids
 from shared.bus import Bus
-from shared.consumer import Delivery
-from shared.envelope import Envelope
 from shared.ledger import Ledger
 from shared.settings import ReconcilerSettings
 from shared.source import SourceSystem
@@ -28,7 +25,8 @@ class Jobs:
     settings: ReconcilerSettings
     source: SourceSystem
     bus: Bus
-    ledger: Ledger
+    ledger: Ledger  # its own: which stale reminders went out
+    seen: Ledger  # the router's, read only: which tickets' events were routed
     state: State
     started_at: dt.datetime
 
@@ -37,7 +35,7 @@ class Jobs:
         return await backfill(
             self.source,
             self.bus,
-            self.ledger,
+            self.seen,
             self.state,
             lookback=s.reconcile_lookback,
             page_size=s.reconcile_page_size,
@@ -83,9 +81,3 @@ class Jobs:
             await self.stale(now)
         if schedule.due(s.report_cron, s.timezone, await self.state.get_time(LAST_REPORT), now):
             log.info("%s", await self.report(now))
-
-    async def on_reply_sent(self, delivery: Delivery[Envelope]) -> None:
-        """Remember which tickets got a reply, so the stale scan leaves them alone."""
-        data = delivery.body.data
-        if isinstance(data, dict) and data.get("ticket_id"):
-            await self.ledger.claim(ids.replied(str(data["ticket_id"])))

@@ -7,8 +7,6 @@ import contextlib
 import datetime as dt
 import logging
 
-from shared import results, subjects
-from shared.consumer import Consumer
 from shared.errors import PermanentError, TransientError
 from shared.ledger import Ledger
 from shared.service import Service
@@ -38,17 +36,9 @@ async def run(settings: ReconcilerSettings) -> None:
                 source,
                 svc.bus,
                 await Ledger.open(svc.bus.js, svc.name),
+                await Ledger.reader(svc.bus.js, svc.name, "router"),
                 await State.open(svc.bus.js),
                 dt.datetime.now(dt.UTC),
-            )
-            await svc.consume(
-                Consumer(
-                    name=subjects.DURABLES["reconciler"][0][1],
-                    stream=subjects.RESULTS,
-                    subjects=(subjects.result(results.REPLY_SENT),),
-                    handler=jobs.on_reply_sent,
-                    **settings.consumer_options(),
-                )
             )
             stop = asyncio.Event()
             loop = asyncio.create_task(_loop(jobs, settings.reconcile_interval, stop))

@@ -8,7 +8,7 @@ import nats.js.errors as js_errors
 from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 
-from shared.streams import STATE_BUCKET
+from shared.catalog import STATE as STATE_BUCKET
 
 CURSOR = "reconciler.cursor"
 LAST_STALE = "reconciler.stale.last"

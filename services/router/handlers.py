@@ -43,8 +43,10 @@ class Router:
             source, event_type = subjects.parse_event(delivery.subject)
         except subjects.SubjectError as exc:
             raise PermanentError(str(exc)) from None
-        source = delivery.headers.get(h.SOURCE, source)
-        event_type = delivery.headers.get(h.EVENT_TYPE, event_type)
+        for header, told in ((h.SOURCE, source), (h.EVENT_TYPE, event_type)):
+            claimed = delivery.headers.get(header)
+            if claimed is not None and claimed != told:  # the subject, not a header, says
+                raise PermanentError(f"{header} {claimed!r} disagrees with {delivery.subject}")
         targets = self.rules.targets(source, event_type, delivery.body)
         await self._route(delivery, source, event_type, targets)
         ref = ticket_ref(delivery.body)

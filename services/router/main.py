@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared import subjects
+from shared import catalog
 from shared.consumer import Consumer
 from shared.envelope import decode_json
 from shared.ledger import Ledger
@@ -19,11 +19,9 @@ async def run(settings: RouterSettings) -> None:
         if svc.bus is not None:
             router = Router(svc.bus, rules, await Ledger.open(svc.bus.js, svc.name))
             await svc.consume(
-                Consumer(
-                    name=subjects.DURABLES["router"][0][1],
-                    stream=subjects.EVENTS,
-                    subjects=(subjects.events_of(),),
-                    handler=router.handle,
+                Consumer.of(
+                    catalog.ROUTER.consumer("router"),
+                    router.handle,
                     decode=decode_json,
                     **settings.consumer_options(),
                 )

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 
-from shared import subjects
+from shared import catalog
 from shared.consumer import Consumer
 from shared.db import database_url, make_engine
 from shared.ledger import Ledger
@@ -18,7 +18,6 @@ from . import notifications, store
 from .breaker import BreakerSettings, CircuitBreaker
 from .channel import WebhookChannel
 from .handlers import Sender
-from .notifier import TARGET as NOTIFY_TARGET
 from .notifier import Notifier, SlackWebhook
 from .ratelimit import TokenBucket
 from .relay import Relay
@@ -99,22 +98,10 @@ async def run(settings: SenderSettings) -> None:
             )
             options = settings.consumer_options()
             await svc.consume(
-                Consumer(
-                    name=subjects.DURABLES["sender"][0][1],
-                    stream=subjects.INBOX,
-                    subjects=(subjects.INBOX_ITEM, subjects.INBOX_WITHDRAWN),
-                    handler=sender.on_message,
-                    **options,
-                )
+                Consumer.of(catalog.SENDER.consumer("sender-items"), sender.on_message, **options)
             )
             await svc.consume(
-                Consumer(
-                    name=subjects.DURABLES["sender"][1][1],
-                    stream=subjects.INBOX,
-                    subjects=(subjects.INBOX_DECISION,),
-                    handler=sender.on_decision,
-                    **options,
-                )
+                Consumer.of(catalog.SENDER.consumer("sender"), sender.on_decision, **options)
             )
 
             # -- supervisor notifications: the router's `notify` target (work.notify.>) ------
@@ -134,13 +121,7 @@ async def run(settings: SenderSettings) -> None:
                 "posted to the incoming webhook" if notifier.webhook else "logged only",
             )
             await svc.consume(
-                Consumer(
-                    name=subjects.DURABLES["sender"][2][1],
-                    stream=subjects.WORK,
-                    subjects=(subjects.work_for(NOTIFY_TARGET),),
-                    handler=notifier.on_event,
-                    **options,
-                )
+                Consumer.of(catalog.SENDER.consumer("sender-notify"), notifier.on_event, **options)
             )
             # -- end of supervisor notifications ------------------------------------------
 

@@ -66,7 +66,7 @@ class Relay:
                     subjects.result(row.type),
                     envelope.to_bytes(),
                     msg_id=row.id,
-                    headers={h.CORRELATION_ID: row.id},
+                    headers={h.CORRELATION_ID: row.id, h.CONTENT_TYPE: h.CLOUDEVENTS_JSON},
                 )
             except (TransientError, PermanentError) as exc:
                 log.warning("result %s not published yet: %s", row.id, exc)

@@ -29,6 +29,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
+from ..db import private_sqlite_file
 from ..errors import PermanentError, TransientError
 from . import demo
 from .base import (
@@ -137,7 +138,7 @@ def _engine(url: str, connect_args: dict[str, Any] | None) -> Engine:
         if database in ("", ":memory:") or "mode=memory" in url:
             options["poolclass"] = StaticPool  # one connection, or each thread sees its own db
         elif not database.startswith("file:"):
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            private_sqlite_file(Path(database))  # customer data: 0600 before SQLite opens it
     elif parsed.get_backend_name() == "postgresql":
         args.setdefault("connect_timeout", 5)
     return create_engine(parsed, connect_args=args, **options)

@@ -24,4 +24,5 @@ def test_bad_input_gets_no_5xx_no_crash_no_forgery_and_publishes_nothing() -> No
     assert len(verdicts) >= 6, out
     assert all(line.startswith("PASS ") for line in verdicts), out
     assert "INFO counts: inputs tried" in out
+    assert "PASS no accepted insider operation: 0 accepted" in out  # the insider group ran
     assert "badinput: OK" in out

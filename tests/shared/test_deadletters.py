@@ -22,7 +22,7 @@ from shared.errors import PermanentError
 from shared.retry import RetryPolicy
 from tests.helpers import eventually, messages
 
-SUBJECT = subjects.work("test", "ticket.created")
+SUBJECT = subjects.work("drafter", "ticket.created")  # a consumer the catalog declares
 
 
 def raw_bytes(data: bytes, headers: Mapping[str, str]) -> bytes:
@@ -31,9 +31,9 @@ def raw_bytes(data: bytes, headers: Mapping[str, str]) -> bytes:
 
 def spec(handler: Any) -> Consumer:
     return Consumer(
-        name="test",
+        name="drafter",
         stream=subjects.WORK,
-        subjects=(subjects.work_for("test"),),
+        subjects=(subjects.work_for("drafter"),),
         handler=handler,
         decode=raw_bytes,
         retry=RetryPolicy(initial=0.1, jitter=0),
@@ -43,7 +43,7 @@ def spec(handler: Any) -> Consumer:
 
 @asynccontextmanager
 async def running(bus: Bus, handler: Any) -> AsyncIterator[None]:
-    runtime = ConsumerRuntime(bus, "svc", spec(handler), fetch_timeout=0.5)
+    runtime = ConsumerRuntime(bus, "drafter", spec(handler), fetch_timeout=0.5)
     await runtime.start()
     try:
         yield
@@ -86,8 +86,8 @@ async def test_list_and_get_show_the_facts_payload_and_original_headers(bus: Bus
 
     first, second = await deadletters.list_dead_letters(bus.js)
     assert (first.id, second.id) == (1, 2)
-    assert first.service == "svc"
-    assert first.consumer == "test"
+    assert first.service == "drafter"
+    assert first.consumer == "drafter"
     assert (first.stream, first.stream_seq) == (subjects.WORK, 1)
     assert first.subject == SUBJECT
     assert first.attempts == 1
@@ -212,7 +212,7 @@ async def test_cli_list_prints_a_table_with_redacted_errors(
     assert header.split() == [
         "ID", "TIME", "(UTC)", "SERVICE", "SUBJECT", "ATTEMPTS", "REASON", "ERROR"
     ]  # fmt: skip
-    assert row.split()[:1] + row.split()[3:7] == ["1", "svc", SUBJECT, "1", "permanent"]
+    assert row.split()[:1] + row.split()[3:7] == ["1", "drafter", SUBJECT, "1", "permanent"]
     assert "bob@example.com" not in out
     assert "customer [email] has no ticket" in row
     assert row.endswith("…")

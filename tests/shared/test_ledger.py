@@ -15,7 +15,7 @@ def test_keys_are_valid_for_the_kv_store_and_distinct() -> None:
 
 
 async def test_exactly_one_of_many_concurrent_claims_wins(bus: Bus) -> None:
-    ledger = await Ledger.open(bus.js, "test")
+    ledger = await Ledger.open(bus.js, "drafter")
     results = await asyncio.gather(*(ledger.claim("helpdesk:e1") for _ in range(20)))
     assert results.count(True) == 1
     assert await ledger.seen("helpdesk:e1")
@@ -23,7 +23,7 @@ async def test_exactly_one_of_many_concurrent_claims_wins(bus: Bus) -> None:
 
 
 async def test_a_released_claim_can_be_claimed_again(bus: Bus) -> None:
-    ledger = await Ledger.open(bus.js, "test")
+    ledger = await Ledger.open(bus.js, "drafter")
     assert await ledger.claim("k", b"v1")
     assert await ledger.get("k") == b"v1"
     await ledger.release("k")
@@ -32,7 +32,7 @@ async def test_a_released_claim_can_be_claimed_again(bus: Bus) -> None:
 
 
 async def test_a_lease_is_exclusive_waits_for_the_holder_and_can_be_taken_again(bus: Bus) -> None:
-    ledger = await Ledger.open(bus.js, "test")
+    ledger = await Ledger.open(bus.js, "drafter")
     order: list[str] = []
 
     async def hold(name: str, seconds: float) -> None:
@@ -50,7 +50,7 @@ async def test_a_lease_is_exclusive_waits_for_the_holder_and_can_be_taken_again(
 async def test_a_busy_lease_is_a_transient_error_after_the_wait(bus: Bus) -> None:
     from shared.errors import TransientError
 
-    ledger = await Ledger.open(bus.js, "test")
+    ledger = await Ledger.open(bus.js, "drafter")
     async with ledger.lease("T1", ttl=30, wait=0):
         try:
             async with ledger.lease("T1", ttl=30, wait=0.2):
@@ -60,14 +60,14 @@ async def test_a_busy_lease_is_a_transient_error_after_the_wait(bus: Bus) -> Non
 
 
 async def test_a_lease_whose_holder_died_expires(bus: Bus) -> None:
-    ledger = await Ledger.open(bus.js, "test")
+    ledger = await Ledger.open(bus.js, "drafter")
     await ledger.kv.create("lease=3AT2", b"", msg_ttl=1)  # as if a holder died holding it
     async with ledger.lease("T2", ttl=30, wait=5):
         pass
 
 
 async def test_a_lease_is_renewed_while_held(bus: Bus) -> None:
-    ledger = await Ledger.open(bus.js, "test")
+    ledger = await Ledger.open(bus.js, "drafter")
     async with ledger.lease("T3", ttl=1, wait=0):
         await asyncio.sleep(2.5)  # past the TTL: only renewal keeps it
         from shared.errors import TransientError
@@ -84,7 +84,7 @@ async def test_a_lease_ends_with_its_block_even_if_a_renewal_swallows_the_cancel
 ) -> None:
     """On Python 3.11, cancelling a task awaiting a PubAck can be swallowed (asyncio.wait_for
     inside nats-py) when the ack arrives at the same moment. The renewal must stop anyway."""
-    ledger = await Ledger.open(bus.js, "test")
+    ledger = await Ledger.open(bus.js, "drafter")
     publish = bus.js.publish
     in_renewal = asyncio.Event()
 

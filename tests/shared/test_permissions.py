@@ -11,10 +11,12 @@ import pytest
 
 from desk.credentials import nats_passwords
 from desk.natsserver import NatsServer
-from shared import subjects
+from shared import catalog, subjects
 from shared.bus import Bus, NatsAuth
+from shared.consumer import declared_consumers
 from shared.errors import TransientError
 from shared.permissions import ADMIN, SERVICES, authorization_block
+from shared.settings import DeskSettings
 from shared.streams import Topology, provision
 from tests.helpers import eventually, messages
 from tests.services.inbox_api.conftest import write_credentials
@@ -47,7 +49,8 @@ async def connect(server: NatsServer, user: str) -> Bus:
 @pytest.fixture
 async def admin(secured: NatsServer) -> AsyncIterator[Bus]:
     bus = await connect(secured, ADMIN)
-    await provision(bus.js, Topology())
+    consumers = declared_consumers(DeskSettings().consumer_options())  # as `desk provision`
+    await provision(bus.js, Topology(), consumers=consumers)
     try:
         yield bus
     finally:
@@ -73,12 +76,11 @@ async def test_every_service_starts_ready_with_its_own_user(
         await asyncio.gather(*(asyncio.to_thread(p.start) for p in processes))  # /readyz 200
 
         async def consuming() -> bool:  # every service created and bound its durables itself
-            for durables in subjects.DURABLES.values():
-                for stream, durable in durables:
-                    try:
-                        await admin.js.consumer_info(stream, durable)
-                    except nats_errors.Error:
-                        return False
+            for stream, durable in catalog.DURABLES:
+                try:
+                    await admin.js.consumer_info(stream, durable)
+                except nats_errors.Error:
+                    return False
             return True
 
         await eventually(consuming, timeout=15, message="every durable consumer in place")

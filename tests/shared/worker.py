@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from shared import subjects
+from shared.catalog import ledger_bucket
 from shared.consumer import Consumer, Delivery
 from shared.envelope import Envelope
 from shared.ledger import Ledger
@@ -42,7 +43,9 @@ async def main(
     pid = os.getpid()
     async with Service(WorkerSettings()) as svc:
         assert svc.bus is not None
-        ledger = await Ledger.open(svc.bus.js, "worker")
+        ledger = await Ledger.open(
+            svc.bus.js, "worker", ledger_bucket("drafter")
+        )  # a provisioned one
 
         async def handle(d: Delivery[Envelope]) -> None:
             append(out / "deliveries", f"{d.msg_id} {d.attempt} {pid}")

@@ -10,7 +10,7 @@ from shared import subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
 from shared.inbox import Overdue, Withdrawal
-from shared.results import ITEM_WITHDRAWN, NOTIFY_SENT, REPLY_WITHDRAWN, event_id
+from shared.results import ITEM_WITHDRAWN, NOTIFY_SENT, REPLY_WITHDRAWN, SOURCE_SENDER, event_id
 from tests.helpers import eventually
 from tests.inbox_items import conversation, draft_item
 
@@ -19,7 +19,7 @@ from .test_api import decisions, new_thread, stored, waiting
 
 
 async def publish(bus: Bus, subject: str, kind: str, msg_id: str, data: dict[str, Any]) -> None:
-    envelope = Envelope(id=msg_id, source="/desk/test", type=kind, data=data)
+    envelope = Envelope(id=msg_id, source=SOURCE_SENDER, type=kind, data=data)
     await bus.publish(subject, envelope.to_bytes(), msg_id=msg_id)
 
 

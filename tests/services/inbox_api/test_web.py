@@ -20,7 +20,14 @@ from shared import subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
 from shared.inbox import InboxItem, Overdue, Withdrawal
-from shared.results import NOTIFY_FAILED, NOTIFY_SENT, REPLY_FAILED, REPLY_SENT, event_id
+from shared.results import (
+    NOTIFY_FAILED,
+    NOTIFY_SENT,
+    REPLY_FAILED,
+    REPLY_SENT,
+    SOURCE_SENDER,
+    event_id,
+)
 from tests.helpers import eventually, messages
 from tests.inbox_items import conversation, draft_item, notify_item, publish_item
 from tests.services_running import ServiceProcess
@@ -113,7 +120,7 @@ async def published(bus: Bus, thread: str) -> bool:
 
 async def publish(bus: Bus, subject: str, kind: str, msg_id: str, data: dict[str, Any]) -> None:
     """An event as another service publishes it (a withdrawal, an overdue mark, a result)."""
-    envelope = Envelope(id=msg_id, source="/desk/test", type=kind, data=data)
+    envelope = Envelope(id=msg_id, source=SOURCE_SENDER, type=kind, data=data)
     await bus.publish(subject, envelope.to_bytes(), msg_id=msg_id)
 
 

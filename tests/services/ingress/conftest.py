@@ -1,4 +1,8 @@
-"""A real ingress process (uvicorn on a free port) publishing to a real nats-server."""
+"""A real ingress process (uvicorn on a free port) publishing to a real nats-server.
+
+One broker and one ingress for the whole package (the tests tell their events apart by id):
+starting a process is most of what these tests cost.
+"""
 
 from __future__ import annotations
 
@@ -23,8 +27,18 @@ BASIC = "inbound:mail-relay-password"
 
 SOURCES: dict[str, dict[str, Any]] = {
     "helpdesk": {"scheme": "standard", "secrets": ["env:TEST_HELPDESK_SECRET", OLD_SECRET]},
-    "billing": {"scheme": "stripe", "secrets": [STRIPE_SECRET]},
-    "github": {"scheme": "github", "secrets": [GITHUB_SECRET], "id_path": None, "type_path": None},
+    "billing": {
+        "scheme": "stripe",
+        "secrets": [STRIPE_SECRET],
+        "stored_headers": ["content-type", "x-request-id"],
+    },
+    "github": {
+        "scheme": "github",
+        "secrets": [GITHUB_SECRET],
+        "id_path": None,
+        "type_path": None,
+        "event_types": ["issues", "issue_comment"],
+    },
     "email": {
         "scheme": "basic",
         "secrets": [BASIC],
@@ -35,10 +49,14 @@ SOURCES: dict[str, dict[str, Any]] = {
 }
 
 
+BODY_TIMEOUT = 1.0  # seconds; short, so a stalled body is answered quickly
+
+
 def ingress_env(nats_url: str) -> dict[str, str]:
     return {
         "DESK_NATS_URL": nats_url,
         "DESK_SOURCES": json.dumps(SOURCES),
+        "DESK_BODY_TIMEOUT": str(BODY_TIMEOUT),
         "TEST_HELPDESK_SECRET": SECRET,
     }
 
@@ -60,7 +78,7 @@ def signed(
     }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def module_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
     root = tmp_path_factory.mktemp("nats")
     server = NatsServer(root / "store", sync_always=False, log_file=root / "nats.log")
@@ -71,11 +89,18 @@ def module_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer
         server.kill()
 
 
-@pytest.fixture(scope="module")
-def ingress(module_nats: NatsServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@pytest.fixture(scope="package")
+def ingress_process(
+    module_nats: NatsServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServiceProcess]:
     log: Path = tmp_path_factory.mktemp("ingress") / "ingress.log"
     service = ServiceProcess(["ingress"], ingress_env(module_nats.url), log).start()
     try:
-        yield service.url
+        yield service
     finally:
         service.stop()
+
+
+@pytest.fixture(scope="package")
+def ingress(ingress_process: ServiceProcess) -> str:
+    return ingress_process.url

@@ -29,10 +29,12 @@ from prometheus_client import REGISTRY
 from desk.credentials import nats_passwords
 from desk.natsserver import NatsServer
 from services.ingress.recorder import Recorder, header_block
+from services.ingress.replays import Replays
 from shared import headers as h
 from shared import subjects
 from shared.bus import Bus, NatsAuth, Published
 from shared.errors import TransientError
+from shared.ledger import Ledger
 from shared.permissions import ADMIN, authorization_block
 from shared.streams import Topology, provision
 from tests.helpers import eventually, messages
@@ -297,6 +299,13 @@ async def test_the_ingress_user_can_record_events_and_only_events(secured: NatsS
                 )
         assert await count(admin, subjects.RESULTS) == 0
         assert await count(admin, subjects.EVENTS) == 1
+
+        # and remember the bodies of sources without a timestamp, to refuse their replays
+        replays = Replays()
+        replays.attach(await Ledger.open(ingress.js, "ingress"))
+        assert not await replays.seen("github", "sha256-00")
+        await replays.remember("github", "sha256-00", 1)
+        assert await replays.seen("github", "sha256-00")
     finally:
         await ingress.close()
         await admin.close()

@@ -188,7 +188,6 @@ async def test_the_stale_scan_reminds_once_a_day(bus: Bus, tmp_path: Path) -> No
     source.create_tables()
     source.seed_demo()
     ledger = await Ledger.open(bus.js, "reconciler")
-    await ledger.claim(ids.replied("T1002"))  # answered: reminded too (the drafter follows up)
     now = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.UTC)
     try:
         first = await stale_scan(source, bus, ledger, today=now.date(), stale_days=20, now=now)
