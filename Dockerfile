@@ -46,15 +46,18 @@ ENV PATH=/opt/desk/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     DESK_HTTP_HOST=0.0.0.0 \
-    DESK_HTTP_PORT=8080
+    DESK_HTTP_PORT=8080 \
+    DESK_OPS_PORT=9090
 RUN groupadd --system --gid 10001 desk \
  && useradd --system --uid 10001 --gid 10001 --home-dir /home/desk --create-home \
       --shell /usr/sbin/nologin desk
 COPY --from=builder /opt/desk /opt/desk
 USER 10001:10001
 WORKDIR /home/desk
-# A single service (`desk <service>`) listens on DESK_HTTP_PORT: /healthz, /readyz, /metrics.
-# `desk up` starts its own listeners (DESK_INGRESS_PORT 8000, DESK_INBOX_API_PORT 8001).
-EXPOSE 8080
+# A single service (`desk <service>`) serves /healthz, /readyz and /metrics on DESK_OPS_PORT
+# (9090) and, for ingress and inbox_api, its routes, and nothing else, on DESK_HTTP_PORT (8080).
+# Publish 8080 only; 9090 is for probes and Prometheus. `desk up` starts its own listeners
+# (DESK_INGRESS_PORT 8000, DESK_INBOX_API_PORT 8001, an ops port per service).
+EXPOSE 8080 9090
 ENTRYPOINT ["desk"]
 CMD ["up"]

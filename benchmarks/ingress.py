@@ -196,10 +196,18 @@ class _Mode:
         )
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
         self.env["PYTHONUNBUFFERED"] = "1"  # as `desk up` runs its services
-        self.bare_port = free_port()
-        self.ingress_port = free_port()
+        self.bare_port, self.bare_ops_port = free_port(), free_port()
+        self.ingress_port, self.ingress_ops_port = free_port(), free_port()
         self.bare = Child(
-            ["benchmarks.bare", "--port", str(self.bare_port)], self.env, work / "bare.log"
+            [
+                "benchmarks.bare",
+                "--port",
+                str(self.bare_port),
+                "--ops-port",
+                str(self.bare_ops_port),
+            ],
+            self.env,
+            work / "bare.log",
         )
         self.ingress = Child(["desk", "ingress"], self._ingress_env(), work / "ingress.log")
 
@@ -209,6 +217,7 @@ class _Mode:
             "DESK_NATS_URL": self.server.url,
             "DESK_HTTP_HOST": "127.0.0.1",
             "DESK_HTTP_PORT": str(self.ingress_port),
+            "DESK_OPS_PORT": str(self.ingress_ops_port),
             "DESK_VAR_DIR": str(self.work),
             "DESK_PROVISION": "true",
             # An hour of tolerance: the requests are signed before a run that may take minutes.
@@ -219,8 +228,8 @@ class _Mode:
 
     def start(self) -> None:
         self.server.start()
-        self.bare.start(f"http://127.0.0.1:{self.bare_port}/healthz")
-        self.ingress.start(f"http://127.0.0.1:{self.ingress_port}/readyz")
+        self.bare.start(f"http://127.0.0.1:{self.bare_ops_port}/healthz")
+        self.ingress.start(f"http://127.0.0.1:{self.ingress_ops_port}/readyz")
 
     def stop(self) -> None:
         self.ingress.stop()

@@ -49,7 +49,7 @@ SCALED = ("drafter", "sender")
 
 def replica(rig: Rig, name: str, index: int) -> Child:
     """One more process of service `name`, configured as the supervisor configures its own."""
-    port = free_port()
+    ops_port = free_port()  # drafter and sender have no public routes: health and metrics only
     env = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
     env.update(STACK_SETTINGS)
     env.update(
@@ -58,14 +58,14 @@ def replica(rig: Rig, name: str, index: int) -> Child:
             "DESK_NATS_USER": name,
             "DESK_NATS_PASSWORD": rig.creds["nats_passwords"][name],
             "DESK_HTTP_HOST": "127.0.0.1",
-            "DESK_HTTP_PORT": str(port),
+            "DESK_OPS_PORT": str(ops_port),
             "DESK_VAR_DIR": str(rig.var),
             "DESK_PROVISION": "false",
             "DESK_INBOX_URL": rig.inbox,
         }
     )
     child = Child(["desk", name], env, rig.var / "log" / f"{name}-{index}.log")
-    return child.start(f"http://127.0.0.1:{port}/readyz", timeout=60)
+    return child.start(f"http://127.0.0.1:{ops_port}/readyz", timeout=60)
 
 
 async def measure(rig: Rig, events: int, replicas: int) -> dict[str, Any]:

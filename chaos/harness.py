@@ -228,7 +228,7 @@ def launch_stack(
     # every service answers /readyz
     with httpx.Client(timeout=2) as client:
         for name in SERVICES:
-            url = state["services"][name]["url"]
+            url = state["services"][name]["ops_url"]
             while True:
                 try:
                     if client.get(f"{url}/readyz").status_code == 200:

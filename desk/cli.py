@@ -4,6 +4,7 @@ desk up                          the whole system on this machine (embedded NATS
 desk status [--json]             the running stack: URLs, pids, health
 desk provision                   create or update streams and buckets (idempotent)
 desk nats-config --passwords F   a nats-server authorization block, one user per service
+                                 (bcrypt hashes; the passwords stay in F)
 desk send-webhook [...]          sign and send a sample event to ingress
 desk helpdesk create [...]       add a ticket to the demo helpdesk (no webhook)
 desk helpdesk message [...]      add a message to a demo ticket, send ticket.message.created
@@ -32,6 +33,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from shared import logging as desk_logging
+from shared.bus import NatsAuth
 from shared.catalog import SERVICE_SETTINGS
 from shared.settings import (
     ConfigError,
@@ -54,7 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="machine-readable output")
     sub.add_parser("provision", help="create or update streams and buckets")
     nats_config = sub.add_parser(
-        "nats-config", help="print a nats-server authorization block, one user per service"
+        "nats-config",
+        help="print a nats-server authorization block, one user per service (bcrypt hashes)",
     )
     nats_config.add_argument(
         "--passwords",
@@ -126,29 +129,30 @@ def _run_service(name: str, part: str | None = None) -> int:
     return 0
 
 
-def _stack_nats_url() -> str | None:
-    """DESK_NATS_URL if set, else the running stack's broker; None: neither (never a broker
-    the operator did not name)."""
+def _stack_broker() -> tuple[str, NatsAuth] | None:
+    """DESK_NATS_URL with the operator's NATS credentials if set, else the running stack's
+    broker (its admin URL carries them); None: neither (never a broker the operator did not
+    name)."""
     settings = DeskSettings()
     if "nats_url" in settings.model_fields_set:
-        return settings.nats_url
+        return settings.nats_url, settings.nats_auth()
     try:
         state = json.loads((settings.var_dir / "stack.json").read_text())
-        return str(state.get("nats_admin_url") or state["nats_url"])
+        return str(state.get("nats_admin_url") or state["nats_url"]), NatsAuth()
     except (OSError, ValueError, KeyError):
         return None
 
 
 def _with_broker(command: str, run: Any) -> int:
-    url = _stack_nats_url()
-    if url is None:
+    broker = _stack_broker()
+    if broker is None:
         print(
             f"desk {command}: no running stack found in {DeskSettings().var_dir} "
             "(start `desk up`), or set DESK_NATS_URL",
             file=sys.stderr,
         )
         return 2
-    result: int = run(url)
+    result: int = run(*broker)
     return result
 
 
@@ -314,6 +318,10 @@ def _status(as_json: bool) -> int:
 
 
 def _nats_config(path: Path) -> int:
+    """Print the authorization block with bcrypt hashes: the Secret it goes into (desk-nats-auth)
+    then holds no password anyone could log in with; the passwords stay in `path` and in each
+    service's own Secret."""
+    from shared.passwords import nats_hashed
     from shared.permissions import authorization_block
 
     from .credentials import nats_passwords
@@ -324,6 +332,11 @@ def _nats_config(path: Path) -> int:
         except ValueError:
             print(f"desk nats-config: {path} is not JSON", file=sys.stderr)
             return 2
+        if not isinstance(passwords, dict) or not all(
+            isinstance(p, str) and p for p in passwords.values()
+        ):
+            print(f"desk nats-config: {path} must map each user to a password", file=sys.stderr)
+            return 2
         added = {u: p for u, p in nats_passwords().items() if u not in passwords}
         if added:  # a service or role declared since the file was written
             passwords.update(added)
@@ -333,12 +346,17 @@ def _nats_config(path: Path) -> int:
         passwords = nats_passwords()
         path.touch(mode=0o600)
         path.write_text(json.dumps(passwords, indent=2) + "\n")
-    print(authorization_block(passwords), end="")
+    try:
+        hashed = nats_hashed(passwords)
+    except ValueError as exc:  # names the user, never the password
+        print(f"desk nats-config: {path}: {exc}", file=sys.stderr)
+        return 2
+    print(authorization_block(hashed), end="")
     return 0
 
 
 def _provision() -> int:
-    from shared.bus import Bus
+    from shared.bus import Bus, without_credentials
     from shared.consumer import declared_consumers
     from shared.errors import TransientError
     from shared.streams import Topology, provision
@@ -355,6 +373,7 @@ def _provision() -> int:
                     bus.js,
                     Topology(settings.stream_replicas, settings.duplicate_window),
                     consumers=declared_consumers(settings.consumer_options()),
+                    adopt_shared_ledger=True,
                 )
             )
         finally:
@@ -363,7 +382,7 @@ def _provision() -> int:
     try:
         changes = asyncio.run(go())
     except TransientError as exc:
-        print(f"desk provision: {exc} ({settings.nats_url})", file=sys.stderr)
+        print(f"desk provision: {exc} ({without_credentials(settings.nats_url)})", file=sys.stderr)
         return 1
     for name, change in changes.items():
         print(f"{name:<16} {change}")
@@ -412,9 +431,9 @@ def _main(argv: list[str] | None = None) -> int:
     if command in ("reconcile", "report"):
         return reconcile.main(args)
     if command == "results":
-        return _with_broker("results", lambda url: results.main(args, url))
+        return _with_broker("results", lambda url, auth: results.main(args, url, auth))
     if command == "db-roles":
         return dbroles.main(args)
     if command == "dlq":
-        return _with_broker("dlq", lambda url: dlq.main(args, url))
+        return _with_broker("dlq", lambda url, auth: dlq.main(args, url, auth))
     return _run_service(command, getattr(args, "part", None))

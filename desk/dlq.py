@@ -21,7 +21,7 @@ import nats.errors as nats_errors
 import nats.js.errors as js_errors
 
 from shared import deadletters
-from shared.bus import Bus
+from shared.bus import Bus, NatsAuth, without_credentials
 from shared.deadletters import DeadLetter, RefusedReplay, UnknownDeadLetter
 from shared.errors import PermanentError, TransientError
 from shared.logging import redact
@@ -49,15 +49,15 @@ def add_arguments(subparsers: Any) -> None:
     again.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
 
-def main(args: argparse.Namespace, nats_url: str) -> int:
+def main(args: argparse.Namespace, nats_url: str, auth: NatsAuth) -> int:
     command = args.dlq_command
     try:
         if command == "list":
-            _run(nats_url, lambda bus: _list(bus, args.limit, args.after))
+            _run(nats_url, auth, lambda bus: _list(bus, args.limit, args.after))
         elif command == "show":
-            _run(nats_url, lambda bus: _show(bus, args.id))
+            _run(nats_url, auth, lambda bus: _show(bus, args.id))
         elif command == "replay":
-            _run(nats_url, lambda bus: _replay(bus, args.id, args.yes))
+            _run(nats_url, auth, lambda bus: _replay(bus, args.id, args.yes))
         else:
             raise _Failed(f"unknown command {command!r}")
     except _Failed as exc:
@@ -66,12 +66,12 @@ def main(args: argparse.Namespace, nats_url: str) -> int:
     return 0
 
 
-def _run(nats_url: str, action: Callable[[Bus], Awaitable[None]]) -> None:
+def _run(nats_url: str, auth: NatsAuth, action: Callable[[Bus], Awaitable[None]]) -> None:
     async def go() -> None:
         try:
-            bus = await Bus.connect(nats_url, service="dlq", reconnect=False)
+            bus = await Bus.connect(nats_url, service="dlq", auth=auth, reconnect=False)
         except TransientError as exc:
-            raise _Failed(f"{exc} ({nats_url})") from exc
+            raise _Failed(f"{exc} ({without_credentials(nats_url)})") from exc
         try:
             await action(bus)
         except js_errors.NotFoundError as exc:

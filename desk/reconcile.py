@@ -14,7 +14,7 @@ from pydantic import SecretStr
 
 from services.reconciler.jobs import Jobs
 from services.reconciler.state import State
-from shared.bus import Bus
+from shared.bus import Bus, without_credentials
 from shared.errors import PermanentError, TransientError
 from shared.ledger import Ledger
 from shared.settings import ReconcilerSettings
@@ -48,9 +48,14 @@ def _with_stack(settings: ReconcilerSettings) -> ReconcilerSettings:
 
 async def _run(command: str, stale: bool, settings: ReconcilerSettings) -> int:
     try:
-        bus = await Bus.connect(settings.nats_url, service="reconciler-cli", reconnect=False)
+        bus = await Bus.connect(
+            settings.nats_url,
+            service="reconciler-cli",
+            auth=settings.nats_auth(),
+            reconnect=False,
+        )
     except TransientError as exc:
-        print(f"desk {command}: {exc} ({settings.nats_url})", file=sys.stderr)
+        print(f"desk {command}: {exc} ({without_credentials(settings.nats_url)})", file=sys.stderr)
         return 1
     source = open_configured(settings)
     now = dt.datetime.now(dt.UTC)

@@ -17,7 +17,7 @@ import nats.errors as nats_errors
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from shared import subjects
-from shared.bus import Bus
+from shared.bus import Bus, NatsAuth, without_credentials
 from shared.errors import TransientError
 
 
@@ -32,12 +32,18 @@ def add_arguments(subparsers: Any) -> None:
 
 
 async def tail(
-    nats_url: str, *, from_start: bool, durable: str | None, count: int, idle: float
+    nats_url: str,
+    *,
+    auth: NatsAuth,
+    from_start: bool,
+    durable: str | None,
+    count: int,
+    idle: float,
 ) -> int:
     try:
-        bus = await Bus.connect(nats_url, service="results-tail", reconnect=False)
+        bus = await Bus.connect(nats_url, service="results-tail", auth=auth, reconnect=False)
     except TransientError as exc:
-        print(f"desk results tail: {exc} ({nats_url})", file=sys.stderr)
+        print(f"desk results tail: {exc} ({without_credentials(nats_url)})", file=sys.stderr)
         return 1
     seen = 0
     try:
@@ -69,16 +75,18 @@ async def tail(
                 seen += 1
                 if count and seen >= count:
                     break
+        await sub.unsubscribe()  # else closing drains it, which waits out drain_timeout (30 s)
     finally:
         await bus.close()
     return 0
 
 
-def main(args: argparse.Namespace, nats_url: str) -> int:
+def main(args: argparse.Namespace, nats_url: str, auth: NatsAuth) -> int:
     try:
         return asyncio.run(
             tail(
                 nats_url,
+                auth=auth,
                 from_start=args.all,
                 durable=args.durable,
                 count=args.count,

@@ -3,6 +3,9 @@
 Starts the embedded nats-server (unless `DESK_NATS_URL` names a broker), provisions the streams,
 runs the six services as separate processes, restarts one that dies (with back-off), writes
 `var/stack.json` for `desk status`, and on Ctrl-C or SIGTERM stops every child it started.
+
+Each child gets an ops port (health and metrics) and, if it has public routes (the catalog's
+`public_port`: ingress, inbox_api), a public port; both are picked here so that they are known.
 """
 
 from __future__ import annotations
@@ -49,18 +52,23 @@ class StackError(RuntimeError):
 @dataclass
 class Child:
     name: str
-    port: int
+    port: int | None  # its public routes' (None: it has none)
+    ops_port: int  # /healthz, /readyz, /metrics
     log_path: Path
     proc: asyncio.subprocess.Process | None = None
     started_at: float = 0.0
     restarts: int = 0
     backoff: float = 0.5
-    fixed: bool = False  # the port the operator asked for: never moved
+    fixed: bool = False  # the public port is the one the operator asked for: never moved
     watcher: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    def url(self) -> str | None:
+        return None if self.port is None else f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ops_url(self) -> str:
+        return f"http://127.0.0.1:{self.ops_port}"
 
 
 class Stack:
@@ -97,7 +105,7 @@ class Stack:
             for name in SERVICES:
                 port, fixed = self._port_for(name)
                 self.children[name] = Child(
-                    name, port, self.var_dir / "log" / f"{name}.log", fixed=fixed
+                    name, port, free_port(), self.var_dir / "log" / f"{name}.log", fixed=fixed
                 )
             for child in self.children.values():
                 await self._spawn(child)
@@ -166,6 +174,7 @@ class Stack:
                 bus.js,
                 Topology(s.stream_replicas, s.duplicate_window),
                 consumers=declared_consumers(s.consumer_options()),
+                adopt_shared_ledger=True,
             )
         except NOT_READY as exc:
             raise StackError(
@@ -192,8 +201,11 @@ class Stack:
             return []
         return self.nats.nodes if isinstance(self.nats, NatsCluster) else [self.nats]
 
-    def _port_for(self, name: str) -> tuple[int, bool]:
-        """(port, whether it is the operator's choice)."""
+    def _port_for(self, name: str) -> tuple[int | None, bool]:
+        """(public port, whether it is the operator's choice); None for a service without
+        public routes."""
+        if catalog.spec(name).public_port is None:
+            return None, False
         wanted = {"ingress": self.settings.ingress_port, "inbox_api": self.settings.inbox_api_port}
         port = wanted.get(name, 0)
         if port and port_free(port):
@@ -204,14 +216,18 @@ class Stack:
 
     async def _spawn(self, child: Child) -> None:
         env = dict(os.environ)
+        env.pop("DESK_HTTP_PORT", None)  # only the children with public routes get one
+        inbox_url = self.children["inbox_api"].url
+        assert inbox_url is not None  # the inbox has public routes
         env.update(
             {
                 "DESK_NATS_URL": self.nats_url,
                 "DESK_HTTP_HOST": "127.0.0.1",
-                "DESK_HTTP_PORT": str(child.port),
+                **({"DESK_HTTP_PORT": str(child.port)} if child.port is not None else {}),
+                "DESK_OPS_PORT": str(child.ops_port),
                 "DESK_VAR_DIR": str(self.var_dir),
                 "DESK_PROVISION": "false",  # done once above
-                "DESK_INBOX_URL": self.children["inbox_api"].url,
+                "DESK_INBOX_URL": inbox_url,
                 **(
                     {
                         "DESK_NATS_USER": child.name,
@@ -262,11 +278,20 @@ class Stack:
                 return
             child.backoff = min(child.backoff * 2, self.settings.restart_backoff_max)
             child.restarts += 1
-            if not child.fixed and not port_free(child.port, as_services_bind=True):
-                # A port picked for us can be taken meanwhile (any outgoing connection may get
-                # it as its local port): restarting on it would fail forever. Move.
+            # A port picked for us can be taken meanwhile (any outgoing connection may get it
+            # as its local port): restarting on it would fail forever. Move.
+            if (
+                child.port is not None
+                and not child.fixed
+                and not port_free(child.port, as_services_bind=True)
+            ):
                 old, child.port = child.port, free_port()
                 print(f"{child.name}: port {old} is taken; now {child.url}", file=sys.stderr)
+            if not port_free(child.ops_port, as_services_bind=True):
+                old, child.ops_port = child.ops_port, free_port()
+                print(
+                    f"{child.name}: ops port {old} is taken; now {child.ops_url}", file=sys.stderr
+                )
             await self._spawn(child)
             self._update_state()
 
@@ -324,7 +349,7 @@ class Stack:
             ],
             "credentials": str(creds_path),
             "services": {
-                name: {"url": c.url, "pid": c.proc.pid if c.proc else None}
+                name: {"url": c.url, "ops_url": c.ops_url, "pid": c.proc.pid if c.proc else None}
                 for name, c in self.children.items()
             },
         }
@@ -350,9 +375,12 @@ class Stack:
             "Ambient Desk is up.",
             f"  {'nats':<12} {self.nats_url}  ({nats_note})",
         ]
+        hint = {"ingress": "  POST /webhooks/{source}", "inbox_api": "  review inbox"}
         for name, c in self.children.items():
-            hint = {"ingress": "  POST /webhooks/{source}", "inbox_api": "  review inbox"}
-            lines.append(f"  {name:<12} {c.url}{hint.get(name, '')}")
+            if c.url is not None:
+                lines.append(f"  {name:<12} {c.url}{hint.get(name, '')}")
+        lines.append("  health and metrics (/healthz, /readyz, /metrics; not on the ports above):")
+        lines += [f"    {name:<10} {c.ops_url}" for name, c in self.children.items()]
         lines += [
             f"  {'credentials':<12} {creds_path}",
             f"  {'logs':<12} {self.var_dir / 'log'}",

@@ -1,4 +1,5 @@
-"""`desk status`: where the running stack is and whether each service is healthy."""
+"""`desk status`: where the running stack is and whether each service is healthy (asked on each
+service's ops port, where `/healthz` is; the public ports serve only the services' routes)."""
 
 from __future__ import annotations
 
@@ -37,12 +38,12 @@ async def collect(var_dir: Path) -> dict[str, Any]:
         raise NoStack(f"the stack recorded in {path} is no longer running")
     services = state["services"]
     async with httpx.AsyncClient(timeout=2.0) as client:
-        health = await asyncio.gather(*(_healthy(client, s["url"]) for s in services.values()))
+        health = await asyncio.gather(*(_healthy(client, s["ops_url"]) for s in services.values()))
     return {
         "nats_url": state["nats_url"],
         "credentials": state["credentials"],
         "services": {
-            name: {"url": s["url"], "healthy": ok, "pid": s["pid"]}
+            name: {"url": s["url"], "ops_url": s["ops_url"], "healthy": ok, "pid": s["pid"]}
             for (name, s), ok in zip(services.items(), health, strict=True)
         },
     }
@@ -52,5 +53,6 @@ def render(status: dict[str, Any]) -> str:
     lines = [f"nats         {status['nats_url']}", f"credentials  {status['credentials']}"]
     for name, s in status["services"].items():
         mark = "healthy" if s["healthy"] else "DOWN"
-        lines.append(f"{name:<12} {s['url']:<26} pid {s['pid']!s:<8} {mark}")
+        public = s["url"] or "-"
+        lines.append(f"{name:<12} {public:<26} ops {s['ops_url']:<26} pid {s['pid']!s:<8} {mark}")
     return "\n".join(lines)

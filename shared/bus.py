@@ -3,6 +3,10 @@
 Every publish carries `Nats-Msg-Id`; the result says whether the broker saw a duplicate.
 A publish that cannot be acknowledged in time raises `TransientError` (the caller retries with
 the same id, or answers 503); one the broker refuses for good raises `PermanentError`.
+
+With TLS asked for (a CA or a client certificate, or a `tls://` URL) a server that does not
+offer TLS is refused before anything is sent to it: nats-py would otherwise send CONNECT, the
+password in it, in plaintext to whoever answers on the port (see `TlsOnlyClient`).
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
-import nats
 import nats.errors as nats_errors
 import nats.js.errors as js_errors
 from nats.aio.client import Client
@@ -46,6 +50,11 @@ class NatsAuth:
     tls_cert: Path | None = None
     tls_key: Path | None = None
 
+    @property
+    def tls(self) -> bool:
+        """TLS is asked for: a server without it is refused (`TlsOnlyClient`)."""
+        return bool(self.tls_ca or self.tls_cert)
+
     def options(self, service: str) -> dict[str, object]:
         options: dict[str, object] = {}
         if self.user:
@@ -59,7 +68,7 @@ class NatsAuth:
             options["user_credentials"] = str(self.creds)
         if self.nkey_seed:
             options["nkeys_seed"] = str(self.nkey_seed)
-        if self.tls_ca or self.tls_cert:
+        if self.tls:
             context = ssl.create_default_context(cafile=str(self.tls_ca) if self.tls_ca else None)
             if self.tls_cert:
                 context.load_cert_chain(
@@ -71,6 +80,58 @@ class NatsAuth:
 
 def inbox_prefix(service: str) -> str:
     return f"_INBOX_{service}"
+
+
+class PlaintextServerError(nats_errors.Error):
+    """The server did not offer TLS, though the client asked for it; nothing was sent to it."""
+
+
+class TlsOnlyClient(Client):
+    """A nats-py client that never sends CONNECT (credentials included) outside TLS.
+
+    nats-py starts TLS only when the server's INFO says `tls_required`, whatever the URL's
+    scheme and whether or not a TLS context is given: a plaintext server, or a man in the middle
+    who leaves `tls_required` out, receives CONNECT with the password in the clear. This client
+    checks, just before CONNECT (after the INFO and any TLS handshake), that the connection is
+    encrypted, and otherwise refuses it, on the first connect and on every reconnect alike.
+    """
+
+    refused: str | None = None  # why the last server was refused (no credentials in it)
+
+    def _connect_command(self) -> bytes:
+        if not _encrypted(self._transport):
+            server = self._current_server
+            where = _address(server.uri.hostname, server.uri.port) if server else "the server"
+            self.refused = (
+                f"{where} does not offer TLS, which this client requires (DESK_NATS_TLS_CA, "
+                "DESK_NATS_TLS_CERT or a tls:// URL); nothing was sent to it"
+            )
+            if self._transport:
+                self._transport.close()  # hang up on it (the reconnect loop would not)
+            raise PlaintextServerError(self.refused)
+        return super()._connect_command()
+
+
+def _encrypted(transport: object) -> bool:
+    """Whether nats-py's TCP transport runs over TLS (anything else counts as not)."""
+    writer = getattr(transport, "_io_writer", None)
+    get_extra_info = getattr(writer, "get_extra_info", None)
+    return get_extra_info is not None and get_extra_info("ssl_object") is not None
+
+
+def without_credentials(url: str) -> str:
+    """`url` (servers separated by commas) without the user and password any of them carries:
+    what an error message may show."""
+    shown = []
+    for server in url.split(","):
+        scheme, sep, rest = server.strip().rpartition("://")
+        shown.append(scheme + sep + rest.rpartition("@")[2])
+    return ",".join(shown)
+
+
+def _address(host: str | None, port: int | None) -> str:
+    """host:port of a server, never the user and password a URL may carry."""
+    return f"{host or '?'}:{port or 4222}"
 
 
 @dataclass(frozen=True)
@@ -121,17 +182,22 @@ class Bus:
             gauge.set(0)
 
         holder: list[Bus] = []  # the callbacks need the Bus that does not exist yet
-        options: dict[str, object] = (auth or NatsAuth()).options(service)
+        auth = auth or NatsAuth()
+        options: dict[str, object] = auth.options(service)
+        servers = [s.strip() for s in url.split(",") if s.strip()]
+        tls_only = auth.tls or any(urlsplit(s).scheme == "tls" for s in servers)
+        nc = TlsOnlyClient() if tls_only else Client()
         try:
-            nc = await nats.connect(
-                servers=[s.strip() for s in url.split(",") if s.strip()],
+            await nc.connect(
+                servers=servers,
                 name=f"desk-{service}",
-                connect_timeout=connect_timeout,
+                # seconds: nats-py annotates them as int and takes floats
+                connect_timeout=connect_timeout,  # type: ignore[arg-type]
                 allow_reconnect=reconnect,
                 # nats-py applies this to the first connect too, where -1 would retry forever:
                 # fail fast now, then reconnect forever once connected (below).
                 max_reconnect_attempts=1,
-                reconnect_time_wait=0.5,
+                reconnect_time_wait=0.5,  # type: ignore[arg-type]
                 error_cb=on_error,
                 disconnected_cb=on_disconnected,
                 reconnected_cb=on_reconnected,
@@ -139,7 +205,10 @@ class Bus:
                 **options,  # type: ignore[arg-type]
             )
         except (OSError, TimeoutError, nats_errors.Error) as exc:
-            raise TransientError(f"cannot connect to NATS: {exc.__class__.__name__}") from exc
+            refused = nc.refused if isinstance(nc, TlsOnlyClient) else None
+            raise TransientError(
+                f"cannot connect to NATS: {refused or exc.__class__.__name__}"
+            ) from exc
         if reconnect:
             nc.options["max_reconnect_attempts"] = -1
         gauge.set(1)

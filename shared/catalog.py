@@ -72,7 +72,9 @@ class ServiceSpec:
     tables: tuple[str, ...] = ()  # database tables it owns (its role's only grants)
     talks_to: tuple[str, ...] = ()  # outside the broker: "postgres", "helpdesk", "llm", …
     reached_by: tuple[str, ...] = ()  # who calls its public port: "internet", "reviewers"
-    public_port: int | None = None  # the port of its public HTTP routes, if any
+    # the default port of its public HTTP routes, if it has any; None: no public server, only
+    # the ops port (/healthz, /readyz, /metrics) every service has
+    public_port: int | None = None
     dead_letters: bool = True  # it runs consumers, so it may write to `dlq.<name>`
     supervised: bool = True  # one of the services `desk up` starts
 

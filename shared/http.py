@@ -1,7 +1,11 @@
-"""Every service's small HTTP face: `/healthz`, `/readyz`, `/metrics`, plus the service's routes.
+"""Every service's HTTP faces: the ops server (`/healthz`, `/readyz`, `/metrics`) and, for a
+service with routes of its own (ingress, inbox_api), the public server carrying only those.
 
-uvicorn runs inside the service's event loop on a socket bound up front (so port 0 works and
-the real port is known), without its own signal handling: the service owns the signals.
+The two listen on separate ports so that whatever exposes the public one (a load balancer, a
+Kubernetes Service) never exposes health or metrics: only the kubelet and Prometheus reach the
+ops port. uvicorn runs inside the service's event loop on a socket bound up front (so port 0
+works and the real port is known), without its own signal handling: the service owns the
+signals.
 """
 
 from __future__ import annotations
@@ -53,7 +57,9 @@ class _Server(uvicorn.Server):
 
 
 class HttpServer:
-    def __init__(self, app: Starlette, host: str, port: int) -> None:
+    def __init__(
+        self, app: Starlette, host: str, port: int, *, forwarded_allow_ips: str = "127.0.0.1"
+    ) -> None:
         self.app = app
         self.host = host
         # IPPROTO_TCP (not 0) so asyncio sets TCP_NODELAY on accepted connections; without it
@@ -66,8 +72,16 @@ class HttpServer:
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((host, port))
         self.port: int = self._socket.getsockname()[1]
+        # X-Forwarded-For/-Proto count only from these proxies (addresses or networks): the
+        # client address is what the inbox throttles failed logins by.
         config = uvicorn.Config(
-            app, log_config=None, lifespan="off", access_log=False, timeout_graceful_shutdown=10
+            app,
+            log_config=None,
+            lifespan="off",
+            access_log=False,
+            timeout_graceful_shutdown=10,
+            proxy_headers=True,
+            forwarded_allow_ips=forwarded_allow_ips,
         )
         self._server = _Server(config)
         self._task: asyncio.Task[None] | None = None
@@ -106,9 +120,14 @@ async def unexpected_error(request: Request, exc: Exception) -> Response:
 
 def make_app(
     routes: Sequence[BaseRoute],
-    ready: ReadyCheck,
     exception_handlers: Mapping[Any, ExceptionHandler] | None = None,
 ) -> Starlette:
+    """The public app: the service's own routes and nothing else (no health, no metrics)."""
     handlers: dict[Any, ExceptionHandler] = {Exception: unexpected_error}
     handlers.update(exception_handlers or {})
-    return Starlette(routes=[*health_routes(ready), *routes], exception_handlers=handlers)
+    return Starlette(routes=list(routes), exception_handlers=handlers)
+
+
+def make_ops_app(ready: ReadyCheck) -> Starlette:
+    """The ops app: `/healthz`, `/readyz` and `/metrics`, for probes and Prometheus only."""
+    return make_app(health_routes(ready))

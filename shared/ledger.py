@@ -142,3 +142,48 @@ class Ledger:
             await self.kv.delete(ledger_key(key))
         except _FAILURES as exc:
             raise TransientError("ledger unavailable") from exc
+
+
+# The one bucket every service wrote before each got its own, and who owns its lasting keys
+# now (by the key's prefix, as `ledger_key` writes it). Leases expire by themselves and `replay:`
+# keys are newer than the split: neither is carried over.
+SHARED_BUCKET = "desk_ledger"
+SHARED_KEY_OWNERS = {
+    ledger_key("seen:"): "router",  # the reconciler compares the helpdesk with these
+    ledger_key("mail:"): "drafter",  # the conversation each mail joined
+    ledger_key("cron:stale:"): "reconciler",  # reminders already sent today
+}
+
+
+async def adopt_shared_bucket(js: JetStreamContext) -> int | None:
+    """Copy the lasting keys of the shared `desk_ledger` bucket into their owners' buckets
+    (create-if-absent: a key the owner already has stays as it is), then delete it. None when
+    there is no such bucket; else the number of keys copied. An admin's job (`desk provision`).
+    """
+    try:
+        old = await js.key_value(SHARED_BUCKET)
+    except js_errors.NotFoundError:  # BucketNotFoundError is one
+        return None
+    owners: dict[str, KeyValue] = {}
+    copied = 0
+    try:
+        keys = await old.keys()
+    except js_errors.NoKeysError:
+        keys = []
+    for key in keys:
+        owner = next((o for p, o in SHARED_KEY_OWNERS.items() if key.startswith(p)), None)
+        if owner is None:
+            continue
+        try:
+            entry = await old.get(key)
+        except js_errors.KeyNotFoundError:
+            continue
+        if owner not in owners:
+            owners[owner] = await js.key_value(ledger_bucket(owner))
+        try:
+            await owners[owner].create(key, entry.value or b"")
+            copied += 1
+        except js_errors.KeyWrongLastSequenceError:
+            pass  # the owner has it already (a run before this one, or its own claim)
+    await js.delete_key_value(SHARED_BUCKET)
+    return copied

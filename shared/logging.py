@@ -24,6 +24,8 @@ correlation_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 
 REDACTED = "[redacted]"
 
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+"), "Bearer " + REDACTED),
     # key=value / "key": "value" pairs whose key names a secret
@@ -39,10 +41,11 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bv1,[A-Za-z0-9+/=]{20,}"), REDACTED),  # Standard Webhooks signatures
     (re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"), "[email]"),
     # phone numbers: international (+…), grouped national (555-123-4567, (030) 1234 5678),
-    # and mainland-China mobiles; bare counters, timestamps, dates and addresses stay readable
+    # and mainland-China mobiles; bare counters, timestamps, dates, addresses and IPv4
+    # addresses (throttling logs the client's) stay readable
     (
         re.compile(
-            r"(?<![\w.:+-])(?:\+\d[\d\s().-]{6,}\d"
+            r"(?<![\w.:+-])(?!" + _IPV4 + r"(?![\w.:-]))(?:\+\d[\d\s().-]{6,}\d"
             r"|\(?\d{2,4}\)?[\s.-]\d{2,4}[\s.-]\d{3,4}(?:[\s.-]\d{2,4})?"
             r"|1[3-9]\d{9})(?![\w.:-])"
         ),

@@ -8,8 +8,12 @@
   'SCRAM-SHA-256$…'` takes one as it is, so the SQL `shared.dbroles` prints (and whatever logs
   the statement) holds no password either.
 
-bcrypt comes from the `bcrypt` package (imported when used); SCRAM needs only the standard
-library.
+`desk nats-config` prints hashed blocks. The embedded broker of `desk up` keeps plain
+passwords in its configuration: that file (mode 0600) sits next to var/dev-credentials.json,
+which holds the same passwords in the clear, so hashing would hide nothing there and would cost
+every connect a bcrypt verification (about 100 ms of CPU at cost 11).
+
+bcrypt comes from the `bcrypt` package; SCRAM needs only the standard library.
 """
 
 from __future__ import annotations
@@ -19,14 +23,14 @@ import hashlib
 import hmac
 import os
 
+import bcrypt
+
 BCRYPT_ROUNDS = 11  # nats-server's own `nats server passwd` default
 SCRAM_ITERATIONS = 4096  # PostgreSQL's default (scram_iterations)
 
 
 def nats_bcrypt(password: str, *, rounds: int = BCRYPT_ROUNDS) -> str:
     """A bcrypt hash of `password` in the `$2a$` form nats-server recognises as a hash."""
-    import bcrypt
-
     raw = password.encode()
     if len(raw) > 72:  # bcrypt reads no further; a longer password would be silently cut
         raise ValueError("a NATS password to hash with bcrypt must be at most 72 bytes")
@@ -35,7 +39,13 @@ def nats_bcrypt(password: str, *, rounds: int = BCRYPT_ROUNDS) -> str:
 
 def nats_hashed(passwords: dict[str, str], *, rounds: int = BCRYPT_ROUNDS) -> dict[str, str]:
     """{user: bcrypt hash} for `authorization_block`, from {user: password}."""
-    return {user: nats_bcrypt(password, rounds=rounds) for user, password in passwords.items()}
+    hashed = {}
+    for user, password in passwords.items():
+        try:
+            hashed[user] = nats_bcrypt(password, rounds=rounds)
+        except ValueError as exc:
+            raise ValueError(f"{user}: {exc}") from None
+    return hashed
 
 
 def scram_sha256(

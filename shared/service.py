@@ -7,6 +7,10 @@ async def run(settings):
     # leaving the block drains in uvicorn's order: not ready → consumers finish their
     # in-flight work (up to drain_timeout) → HTTP stops accepting and finishes requests
     # → NATS drains and closes. A second signal exits at once.
+
+Every service serves `/healthz`, `/readyz` and `/metrics` on its ops server (`svc.ops`,
+DESK_OPS_PORT). A service given routes also runs the public server (`svc.http`,
+DESK_HTTP_PORT) with those routes only; without routes there is none (`svc.http` is None).
 """
 
 from __future__ import annotations
@@ -20,13 +24,14 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
 from . import logging as desk_logging
 from .bus import Bus
 from .consumer import Consumer, ConsumerRuntime
 from .errors import TransientError
-from .http import ExceptionHandler, HttpServer, make_app
+from .http import ExceptionHandler, HttpServer, make_app, make_ops_app
 from .settings import DeskSettings
 from .streams import Topology, missing_streams, provision
 
@@ -46,11 +51,24 @@ class Service:
         self.name = settings.service
         self.bus: Bus | None = None
         self.runtimes: list[ConsumerRuntime] = []
-        self.app = make_app(routes, self.ready_checks, exception_handlers)
-        self.app.state.service = self  # routes reach the bus as request.app.state.service.bus
-        for key, value in (state or {}).items():
-            setattr(self.app.state, key, value)
-        self.http = HttpServer(self.app, settings.http_host, settings.http_port)
+        # health and metrics: probes and Prometheus only, never behind the public port
+        self.ops = HttpServer(
+            make_ops_app(self.ready_checks), settings.http_host, settings.ops_port
+        )
+        # the service's own routes, if it has any: nothing else is on this port
+        self.app: Starlette | None = None
+        self.http: HttpServer | None = None
+        if routes:
+            self.app = make_app(routes, exception_handlers)
+            self.app.state.service = self  # routes reach the bus as request.app.state.service.bus
+            for key, value in (state or {}).items():
+                setattr(self.app.state, key, value)
+            self.http = HttpServer(
+                self.app,
+                settings.http_host,
+                settings.http_port,
+                forwarded_allow_ips=settings.forwarded_allow_ips,
+            )
         self._stop = asyncio.Event()
         self._draining = False
         self._signals = 0
@@ -62,8 +80,11 @@ class Service:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._on_signal, sig)
-        await self.http.start()
-        log.info("listening on %s", self.http.url, extra={"url": self.http.url})
+        await self.ops.start()
+        log.info("health and metrics on %s", self.ops.url, extra={"ops_url": self.ops.url})
+        if self.http is not None:
+            await self.http.start()
+            log.info("listening on %s", self.http.url, extra={"url": self.http.url})
         await self._connect()
         return self
 
@@ -76,7 +97,9 @@ class Service:
         self._draining = True
         log.info("draining")
         await asyncio.gather(*(rt.stop(self.settings.drain_timeout) for rt in self.runtimes))
-        await self.http.stop()
+        if self.http is not None:
+            await self.http.stop()
+        await self.ops.stop()  # /readyz answered 503 throughout the drain
         if self.bus is not None:
             await self.bus.close()
         log.info("stopped")

@@ -50,7 +50,7 @@ SyncMode = Literal["always", "relaxed"]
 
 
 class DeskSettings(BaseSettings):
-    """What every service shares: the broker, the local state directory, logs and the HTTP port."""
+    """What every service shares: the broker, the local state directory, logs and the HTTP ports."""
 
     model_config = SettingsConfigDict(env_prefix="DESK_", env_file=".env", extra="ignore")
 
@@ -81,7 +81,23 @@ class DeskSettings(BaseSettings):
     log_format: Literal["json", "text"] = "json"
 
     http_host: str = "127.0.0.1"
-    http_port: int = Field(default=0, ge=0, le=65535, description="0 picks a free port")
+    http_port: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="the public routes (ingress, inbox_api only; 0 picks a free port)",
+    )
+    ops_port: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="/healthz, /readyz, /metrics: never on the public port (0 picks a free port)",
+    )
+    forwarded_allow_ips: str = Field(
+        default="127.0.0.1",
+        description="proxies (addresses or networks, comma-separated; '*' any) whose "
+        "X-Forwarded-For names the client: set it to your Ingress controller's pod network",
+    )
     drain_timeout: float = Field(default=20.0, gt=0, description="seconds to finish in-flight work")
 
     # every consumer of this service
@@ -135,7 +151,6 @@ class ImapSettings(IngressSettings):
     """`desk ingress imap`: turn unseen mails into `email.received` events."""
 
     service: ClassVar[str] = "ingress_imap"
-    http_port: int = 0
     imap_host: str = "127.0.0.1"
     imap_port: int = 993
     imap_ssl: bool = True
@@ -207,9 +222,6 @@ class InboxApiSettings(DeskSettings):
     reviewers: list[ReviewerConfig] = Field(
         default_factory=list,
         description="JSON list of {name, role, token_sha256}; the dev tokens when empty",
-    )
-    session_secret: SecretStr | None = Field(
-        default=None, description="signs the web session cookie (random per start when unset)"
     )
     cookie_secure: bool = Field(
         default=False, description="send the session cookie over HTTPS only"

@@ -42,7 +42,7 @@ RETENTION: dict[str, float] = {
 # One processed-ledger bucket per writer, and the reconciler's state (see `shared.catalog`).
 BUCKETS = catalog.BUCKETS
 
-Change = Literal["created", "updated", "unchanged"]
+Change = Literal["created", "updated", "unchanged", "migrated"]
 
 _IN_USE = 10058  # stream name already in use with a different configuration
 
@@ -136,10 +136,12 @@ async def provision(
     *,
     patience: float = 60.0,
     consumers: Sequence[tuple[str, ConsumerConfig]] = (),
+    adopt_shared_ledger: bool = False,
 ) -> dict[str, Change]:
     """Make every stream and bucket (and the given consumers) exist as configured; report
     what changed. Services with their own NATS users cannot create consumers, so an admin
-    provisions them (`shared.consumer.declared_consumers`).
+    provisions them (`shared.consumer.declared_consumers`), and moves what a ledger bucket
+    shared by every service held into each service's own (`adopt_shared_ledger`, once).
 
     While JetStream is not ready (see `NOT_READY`) each step is tried again, for up to
     `patience` seconds in all; any other error is raised at once.
@@ -155,6 +157,13 @@ async def provision(
         changes[f"{stream_name}/{config.durable_name}"] = await _patiently(
             deadline, _ensure_consumer_change, js, stream_name, config
         )
+    if adopt_shared_ledger:
+        from .ledger import SHARED_BUCKET, adopt_shared_bucket
+
+        copied = await adopt_shared_bucket(js)
+        if copied is not None:
+            log.info("moved %d keys of %s into the services' own ledgers", copied, SHARED_BUCKET)
+            changes[f"KV_{SHARED_BUCKET}"] = "migrated"
     changed = {k: v for k, v in changes.items() if v != "unchanged"}
     if changed:
         log.info("provisioned %s", ", ".join(f"{k} {v}" for k, v in changed.items()))

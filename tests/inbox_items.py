@@ -16,9 +16,11 @@ from shared.inbox import (
     Cost,
     InboxItem,
     Trigger,
+    Withdrawal,
     item_id,
 )
 from shared.source.base import Customer, Message
+from tests.helpers import messages
 
 
 def draft_item(
@@ -140,3 +142,38 @@ async def publish_decision(
         envelope.to_bytes(),
         msg_id=msg_id or ids.decision(item.thread, item.round, item.version),
     )
+
+
+async def publish_withdrawal(
+    bus: Bus, item: InboxItem, reason: str, ticket_status: str | None = None
+) -> None:
+    """The drafter's notice that it took `item` back (the ticket moved on)."""
+    notice = Withdrawal(
+        item_id=item.id,
+        thread=item.thread,
+        round=item.round,
+        version=item.version,
+        ticket_id=item.ticket_id,
+        reason=reason,
+        at=dt.datetime.now(dt.UTC),
+        ticket_status=ticket_status,
+    )
+    msg_id = ids.withdrawn(item.thread, item.round, item.version)
+    envelope = Envelope(
+        id=msg_id,
+        source="/desk/drafter",
+        type=subjects.INBOX_WITHDRAWN,
+        data=notice.model_dump(mode="json"),
+    )
+    await bus.publish(subjects.INBOX_WITHDRAWN, envelope.to_bytes(), msg_id=msg_id)
+
+
+async def published_decisions(bus: Bus, **match: str) -> list[dict[str, object]]:
+    """The decisions on INBOX whose data has every `match` field (thread=…, item_id=…)."""
+    found = []
+    for m in await messages(bus.js, subjects.INBOX):
+        if m.subject == subjects.INBOX_DECISION and m.data:
+            data = Envelope.model_validate_json(m.data).data
+            if all(data.get(k) == v for k, v in match.items()):
+                found.append(data)
+    return found

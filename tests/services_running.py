@@ -1,4 +1,5 @@
-"""Run a real service process (`python -m desk <service>`) for a test, on a free port."""
+"""Run a real service process (`python -m desk <service>`) for a test, on free ports: `url` is
+its public routes' (ingress, inbox_api), `ops_url` its health and metrics'."""
 
 from __future__ import annotations
 
@@ -20,15 +21,26 @@ class ServiceProcess:
     def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
         self.args = args
         self.port = free_port()
+        self.ops_port = free_port()
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
         self.env.update(env)
-        self.env.update({"DESK_HTTP_PORT": str(self.port), "DESK_LOG_LEVEL": "INFO"})
+        self.env.update(
+            {
+                "DESK_HTTP_PORT": str(self.port),
+                "DESK_OPS_PORT": str(self.ops_port),
+                "DESK_LOG_LEVEL": "INFO",
+            }
+        )
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ops_url(self) -> str:
+        return f"http://127.0.0.1:{self.ops_port}"
 
     def start(self, ready: bool = True, timeout: float = 60.0) -> ServiceProcess:
         with open(self.log, "ab") as out:
@@ -49,7 +61,7 @@ class ServiceProcess:
             if self.proc.poll() is not None:
                 raise AssertionError(f"{self.args} exited {self.proc.returncode}: {self.tail()}")
             try:
-                if httpx.get(self.url + path, timeout=1).status_code == 200:
+                if httpx.get(self.ops_url + path, timeout=1).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

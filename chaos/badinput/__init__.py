@@ -7,7 +7,8 @@ strategies at ingress (`POST /webhooks/{source}`) and schemathesis cases generat
 inbox API's /openapi.json:
 
 - ingress, arbitrary: any method, path, headers and body; unsigned, garbage-signed, or signed
-  with a key the source does not have;
+  with a key the source does not have (no 2xx at all: /metrics and the health paths are on the
+  ops port, not on ingress's public one);
 - ingress, forged: a correctly signed event, then mutated (a body byte, a stranger's secret, the
   other source's secret, a stale or future timestamp, a changed webhook-id or timestamp, a
   damaged or missing signature, another body under the same signature);

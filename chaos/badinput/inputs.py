@@ -67,6 +67,9 @@ def arbitrary(c: Campaign) -> st.SearchStrategy[Req]:
                         "/webhooks/%2e%2e/email",
                         "/webhooks/helpdesk%00",
                         "/webhooks/",
+                        "/metrics",  # on the ops port only: 404 here
+                        "/healthz",
+                        "/readyz",
                     ]
                 ),
             )

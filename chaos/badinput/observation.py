@@ -78,7 +78,8 @@ def readiness(state: dict[str, Any]) -> dict[str, int | str]:
     with httpx.Client(timeout=5) as client:
         for name in SERVICES:
             try:
-                found[name] = client.get(f"{state['services'][name]['url']}/readyz").status_code
+                ops = state["services"][name]["ops_url"]
+                found[name] = client.get(f"{ops}/readyz").status_code
             except httpx.HTTPError as exc:
                 found[name] = exc.__class__.__name__
     return found

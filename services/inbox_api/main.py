@@ -27,14 +27,14 @@ async def run(settings: InboxApiSettings) -> None:
     await asyncio.to_thread(store.create_tables, engine)
     reviewers = Reviewers.load(settings.reviewers, settings.var_dir)
     inbox = Inbox(engine, reviewers, settings.helpdesk_ticket_url)
-    secret = settings.session_secret.get_secret_value() if settings.session_secret else None
     stop_metrics = asyncio.Event()  # waiting count and oldest age, refreshed off the event loop
     metering = asyncio.create_task(
         metrics.refresh(functools.partial(store.waiting, engine), stop_metrics)
     )
     try:
         service = Service(settings, routes=[*api_routes, *web.routes], state={"inbox": inbox})
-        for layer in web.middleware(secret, settings.cookie_secure):  # before the server starts
+        assert service.app is not None  # it has routes: the public app
+        for layer in web.middleware():  # before the server starts
             service.app.add_middleware(layer.cls, *layer.args, **layer.kwargs)
         async with service as svc:
             if not reviewers:

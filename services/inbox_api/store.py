@@ -282,10 +282,15 @@ def withdraw(engine: Engine, notice: Withdrawal) -> bool:
         if row.status in ("waiting", "redrafting"):
             row.status = "withdrawn"
             row.withdrawn_reason = notice.reason
-            row.ticket_status = notice.ticket_status or row.ticket_status
-            row.updated_at = _now()
-            session.add(row)
-            session.commit()
+        elif row.status != "withdrawn":
+            return True  # decided or replaced first: the notice changes nothing
+        # The sender's item.withdrawn result may have come first (both follow this notice):
+        # the ticket's status now is only in the notice.
+        row.withdrawn_reason = row.withdrawn_reason or notice.reason
+        row.ticket_status = notice.ticket_status or row.ticket_status
+        row.updated_at = _now()
+        session.add(row)
+        session.commit()
         return True
 
 

@@ -554,9 +554,7 @@ class _BodyLimit(bodies.BodyLimit):
         return answer
 
 
-def middleware(session_secret: str | None = None, cookie_secure: bool = False) -> list[Middleware]:
-    """The request body limit, in front of every route.
-
-    Sessions are server-side (see `sessions`): no secret signs them any more, and the cookie's
-    flags come from the settings, so both arguments are accepted and unused."""
+def middleware() -> list[Middleware]:
+    """The request body limit, in front of every route. (Sessions are server-side, see
+    `sessions`: no secret signs a cookie.)"""
     return [Middleware(_BodyLimit)]

@@ -7,7 +7,6 @@ without a timestamp has its replays answered as duplicates (see `replays`).
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import functools
 import logging
@@ -21,6 +20,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from shared.bodies import BodyRefused, closing, read_limited
 from shared.bus import Bus
 from shared.errors import PermanentError, TransientError
 from shared.signatures import SignatureError, TimestampError
@@ -69,31 +69,6 @@ def _first(headers: list[tuple[str, str]], name: str) -> str:
     return ""
 
 
-async def _read_limited(request: Request, declared: str, limit: int, timeout: float) -> bytes:
-    """The body straight from the ASGI `receive`; 413 past `limit`, declared or streamed; 408
-    if it is not all there within `timeout` seconds (a client that stops sending would hold
-    the connection and its task for as long as it likes)."""
-    if declared.isdigit() and int(declared) > limit:
-        raise RequestError(413, f"body larger than {limit} bytes")
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                message = await request.receive()
-                if message["type"] == "http.disconnect":
-                    raise ClientDisconnect()
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > limit:
-                    raise RequestError(413, f"body larger than {limit} bytes")
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    except TimeoutError:
-        raise RequestError(408, f"request body not received within {timeout:g}s") from None
-
-
 # Bounded anyway: the configured sources (or "unknown") times the statuses.
 @functools.lru_cache(maxsize=1024)
 def _requests(label: str, status: int) -> Counter:
@@ -107,10 +82,10 @@ async def receive(request: Request) -> Response:
     label = name if source else "unknown"
     try:
         response = await _receive(request, intake, source)
+    except BodyRefused as exc:
+        response = _error(exc.status, str(exc), headers=closing(exc))
     except RequestError as exc:
-        # 408: the rest of the body may still come; close rather than read it as a request.
-        extra = {"headers": {"Connection": "close"}} if exc.status == 408 else {}
-        response = _error(exc.status, str(exc), **extra)
+        response = _error(exc.status, str(exc))
     except SignatureError as exc:
         metrics.SIGNATURE_FAILURES.labels(label, exc.reason).inc()
         response = _error(401, "signature not valid")
@@ -128,8 +103,11 @@ async def _receive(request: Request, intake: Intake, source: Source | None) -> R
     raw_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
     if not _json_content_type(_first(raw_headers, "content-type")):
         raise RequestError(415, "content type must be application/json")
-    body = await _read_limited(
-        request, _first(raw_headers, "content-length"), intake.max_body, intake.body_timeout
+    body = await read_limited(
+        request.receive,
+        _first(raw_headers, "content-length") or None,
+        intake.max_body,
+        intake.body_timeout,
     )
     lower = {k.lower(): v for k, v in raw_headers}
     verify(source, lower, body, time.time())

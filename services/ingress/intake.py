@@ -112,6 +112,8 @@ def event_for(
         # Anyone replaying a captured request can write any delivery id: name it by what the
         # signature covers. (The delivery header itself is still stored, for tracing.)
         event_id = digest
+    elif source.id_with_digest:
+        event_id = f"{event_id}#{digest}"
     if len(event_id) > MAX_ID_LENGTH or _CONTROL_ID.search(event_id):
         raise RequestError(400, "event id is not usable (too long or control characters)")
     event_type = (

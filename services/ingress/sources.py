@@ -8,6 +8,8 @@ literal, `env:NAME` or `file:/path` (a mounted Secret); they are never logged or
     scheme = "standard"                      # standard | stripe | github | basic
     secrets = ["env:HELPDESK_SECRET", "file:/run/secrets/helpdesk-previous"]
     id_path = "id"                           # JSON path; header fallback: id_header
+    id_with_digest = false                   # true for ids outsiders pick (a mail's
+                                             # MessageID): the id becomes "<id>#<body hash>"
     type_path = "type"
     tolerance = 300                          # seconds
     event_types = ["ticket.created"]         # accepted types (default: any; required when
@@ -20,6 +22,11 @@ An id read from a header the signature does not cover is replaced by a hash of t
 replay may rewrite any header it likes); a type read from such a header must be one of
 `event_types`. A scheme without a timestamp (github, basic) cannot bound a replay in time:
 ingress remembers each body it recorded and answers a second copy as a duplicate (`replays`).
+An id the sender of a message picks (a mail's Message-ID: anyone writing to the support address
+chooses it) would let one message stand for another: a forged mail sent first with the
+Message-ID of one to come makes the real one a "duplicate". `id_with_digest` names such an event
+by the id and a hash of its body; the IMAP poller does the same.
+
 One secret belongs to one source: a secret two sources share stops the start.
 """
 
@@ -93,6 +100,9 @@ class Source(BaseModel):
     signature_header: str = ""
     id_path: str | None = "id"
     id_header: str | None = None
+    id_with_digest: bool = Field(
+        default=False, description="append the body's hash to the id (ids outsiders choose)"
+    )
     type_path: str | None = "type"
     type_header: str | None = None
     type_value: str | None = Field(default=None, description="a fixed type, e.g. email.received")
@@ -275,7 +285,12 @@ def from_dev_credentials(var_dir: Path) -> dict[str, Source]:
     for name, secret in secrets.items():
         raw[name] = {"scheme": "standard", "secrets": [secret]}
         if name == "email":
-            raw[name].update(id_path="MessageID", type_path=None, type_value="email.received")
+            raw[name].update(
+                id_path="MessageID",
+                id_with_digest=True,
+                type_path=None,
+                type_value="email.received",
+            )
     return build(raw)
 
 

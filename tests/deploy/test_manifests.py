@@ -50,8 +50,11 @@ KUSTOMIZATIONS = {
 KUBERNETES_VERSION = "1.30.0"  # the oldest API the manifests must be valid for
 NAMESPACE = "ambient-desk"
 PART_OF = {"app.kubernetes.io/part-of": "ambient-desk"}
-PUBLIC = {"ingress", "inbox_api"}  # the only services reachable from outside the namespace
-HTTP_PORT = 8080
+# The services with public routes (the catalog's `public_port`): the only ones with a public
+# port, a Service, and a way in from outside the namespace besides Prometheus.
+PUBLIC = {s.name for s in catalog.SERVICES if s.public_port is not None}
+HTTP_PORT = 8080  # DESK_HTTP_PORT in the pods: the public routes (pod port `http`)
+OPS_PORT = 9090  # DESK_OPS_PORT in the pods: /healthz, /readyz, /metrics (pod port `ops`)
 
 KUBECTL = os.environ.get("DESK_KUBECTL") or shutil.which("kubectl")
 needs_kubectl = pytest.mark.skipif(
@@ -367,17 +370,24 @@ def test_deployments_probe_health_and_readiness_and_drain_in_time(overlay: str) 
     drain = float(DeskSettings.model_fields["drain_timeout"].default)
     config = desk_config(overlay)
     assert config["DESK_HTTP_PORT"] == str(HTTP_PORT)
+    assert config["DESK_OPS_PORT"] == str(OPS_PORT)
     assert config["DESK_HTTP_HOST"] == "0.0.0.0"
     assert float(config.get("DESK_DRAIN_TIMEOUT", drain)) == drain
     for name, deployment in deployments(overlay).items():
         pod = deployment["spec"]["template"]["spec"]
         (container,) = pod["containers"]
         ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-        assert ports == {"metrics": HTTP_PORT}, name
-        for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        # health and metrics on the ops port; the public port only where there are routes
+        public = {"http": HTTP_PORT} if service_of(deployment) in PUBLIC else {}
+        assert ports == {**public, "ops": OPS_PORT}, name
+        for probe, path in (
+            ("startupProbe", "/healthz"),
+            ("livenessProbe", "/healthz"),
+            ("readinessProbe", "/readyz"),
+        ):
             get = container[probe]["httpGet"]
             assert get["path"] == path, (name, probe)
-            assert get["port"] in ("metrics", HTTP_PORT), (name, probe)
+            assert get["port"] in ("ops", OPS_PORT), (name, probe)
         pause = 0
         if "preStop" in container.get("lifecycle", {}):
             command = container["lifecycle"]["preStop"]["exec"]["command"]
@@ -433,7 +443,12 @@ def test_desk_pods_get_requests_and_limits(overlay: str) -> None:
 
 @needs_kubectl
 @pytest.mark.parametrize("overlay", ["base", "dev", "prod"])
-def test_every_service_has_a_metrics_service_and_a_disruption_budget(overlay: str) -> None:
+def test_only_the_public_services_have_a_service_with_only_their_public_port(
+    overlay: str,
+) -> None:
+    """Ingress and inbox_api have a Service carrying their routes' port and nothing else (not
+    the ops port: whatever a Service exposes, a load balancer or Ingress in front of it may
+    publish); the others have none (Prometheus scrapes pods). Every service has a PDB."""
     objects = render(overlay)
     services = of_kind(objects, "Service")
     budgets = of_kind(objects, "PodDisruptionBudget")
@@ -444,22 +459,62 @@ def test_every_service_has_a_metrics_service_and_a_disruption_budget(overlay: st
         selecting = [
             s for s in services.values() if s["spec"].get("selector", {}).items() <= labels.items()
         ]
+        (budget,) = [b for b in budgets.values() if selects(b["spec"]["selector"], labels)]
+        assert budget["spec"]["minAvailable"] == 1, name
+        if service_of(deployment) not in PUBLIC:
+            assert not selecting, f"{name}: a Service for a service without public routes"
+            continue
         assert len(selecting) == 1, f"{name}: {len(selecting)} Services select it"
         (service,) = selecting
         assert PART_OF.items() <= service["metadata"]["labels"].items()
         assert service["metadata"]["labels"]["app.kubernetes.io/name"] == service_of(deployment)
-        ports = {p["name"]: p for p in service["spec"]["ports"]}
-        assert ports["metrics"]["port"] == HTTP_PORT
-        assert ports["metrics"]["targetPort"] in ("metrics", HTTP_PORT)
-        if service_of(deployment) in PUBLIC:
-            assert ports["http"]["port"] == 80 and ports["http"]["targetPort"] in (
-                "metrics",
-                HTTP_PORT,
-            )
-        (budget,) = [b for b in budgets.values() if selects(b["spec"]["selector"], labels)]
-        assert budget["spec"]["minAvailable"] == 1, name
-    assert "inbox-api" in services, "the reconciler reaches the inbox at http://inbox-api:8080"
-    assert desk_config(overlay)["DESK_INBOX_URL"] == f"http://inbox-api:{HTTP_PORT}"
+        (port,) = service["spec"]["ports"]
+        assert (port["name"], port["port"]) == ("http", 80), name
+        assert service_targets(service, deployment) == {HTTP_PORT}, name
+    assert "inbox-api" in services, "the reconciler reaches the inbox at http://inbox-api:80"
+    assert desk_config(overlay)["DESK_INBOX_URL"] == "http://inbox-api:80"
+
+
+def service_targets(service: dict[str, Any], deployment: dict[str, Any]) -> set[int]:
+    """The container ports a Service sends its traffic to (named target ports resolved)."""
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    named = {p["name"]: p["containerPort"] for p in container["ports"]}
+    targets = set()
+    for port in service["spec"]["ports"]:
+        target = port.get("targetPort", port["port"])
+        targets.add(named[target] if isinstance(target, str) else target)
+    return targets
+
+
+def health_port(deployment: dict[str, Any]) -> int:
+    """The container port the probes ask `/healthz` and `/readyz` on: the ops server's, where
+    `/metrics` is too (named ports resolved)."""
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    named = {p["name"]: p["containerPort"] for p in container["ports"]}
+    asked = {container[p]["httpGet"]["port"] for p in ("livenessProbe", "readinessProbe")}
+    (port,) = {named[p] if isinstance(p, str) else p for p in asked}
+    return int(port)
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["base", "dev", "prod"])
+def test_no_service_exposes_health_or_metrics(overlay: str) -> None:
+    """The attack: /metrics through the ingress or inbox-api Service (what the internet and
+    reviewers reach). No Service of any desk pod leads to the port its probes use."""
+    services = of_kind(render(overlay), "Service")
+    by_service = {service_of(d): d for d in deployments(overlay).values()}
+    assert {"ingress", "inbox-api"} <= set(services)
+    for name, service in services.items():
+        selector = service["spec"].get("selector") or {}
+        for deployment in by_service.values():
+            if (
+                selector
+                and selector.items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+            ):
+                targets = service_targets(service, deployment)
+                ops = health_port(deployment)
+                assert ops not in targets, f"Service {name} exposes /metrics (port {ops})"
+                assert targets == {HTTP_PORT}, (name, targets)
 
 
 @needs_kubectl
@@ -509,6 +564,7 @@ def test_each_service_accepts_the_environment_its_pod_gets(
                 patch.setenv(var, value)
             settings = SERVICE_SETTINGS[service](_env_file=None)  # type: ignore[call-arg]
         assert settings.http_port == HTTP_PORT, service
+        assert settings.ops_port == OPS_PORT, service
         assert settings.http_host == "0.0.0.0", service
         assert settings.provision is False, service
         assert settings.nats_user == "secret-DESK_NATS_USER", service
@@ -691,7 +747,7 @@ def test_only_ingress_and_inbox_api_are_reachable_from_outside_the_namespace(ove
         ways = reachable_from_outside(
             policies, deployment["spec"]["template"]["metadata"]["labels"]
         )
-        scrape = {f"namespace monitoring:{HTTP_PORT}"}
+        scrape = {f"namespace monitoring:{OPS_PORT}"}  # the ops port, and only that
         assert scrape <= ways, f"{service}: Prometheus cannot scrape it"
         if service in PUBLIC:
             assert ways == scrape | {f"anywhere:{HTTP_PORT}"}, (service, ways)
@@ -703,7 +759,16 @@ def test_only_ingress_and_inbox_api_are_reachable_from_outside_the_namespace(ove
 # database have no ServiceSpec: every service is on the bus, and "postgres" is in `talks_to`.
 NATS_CLIENT, NATS_ROUTES, NATS_MONITOR, NATS_EXPORTER = 4222, 6222, 8222, 7777
 POSTGRES_PORT, DNS_PORT = 5432, 53
-PORTS = (NATS_CLIENT, NATS_ROUTES, NATS_MONITOR, NATS_EXPORTER, POSTGRES_PORT, HTTP_PORT, DNS_PORT)
+PORTS = (
+    NATS_CLIENT,
+    NATS_ROUTES,
+    NATS_MONITOR,
+    NATS_EXPORTER,
+    POSTGRES_PORT,
+    HTTP_PORT,
+    OPS_PORT,
+    DNS_PORT,
+)
 HTTPS = 443
 OUTSIDE_HTTPS = {"llm", "helpdesk", "channel", "notify"}  # endpoints on the internet, by HTTPS
 # The pods of the NATS Helm chart (prod): the labels the chart gives its servers.
@@ -856,7 +921,8 @@ def expected_edges(overlay: str) -> set[tuple[str, str, int]]:
                     edges.add((spec.name, "postgres", POSTGRES_PORT))
             elif peer == "helpdesk" and dev_helpdesk:  # the demo helpdesk, in that database
                 edges.add((spec.name, "postgres", POSTGRES_PORT))
-            elif peer in catalog.SERVICE_NAMES:  # another service's HTTP routes
+            elif peer in catalog.SERVICE_NAMES:  # another service's public routes (not ops)
+                assert catalog.spec(peer).public_port is not None, (spec.name, peer)
                 edges.add((spec.name, peer, HTTP_PORT))
             else:
                 assert peer in OUTSIDE_HTTPS, (
@@ -913,6 +979,7 @@ def test_outside_the_cluster_only_https_where_declared_and_the_database(overlay:
         assert allowed(policies, pod, KUBE_DNS, DNS_PORT, "TCP"), f"{name}: no DNS over TCP"
         assert not allowed(policies, pod, KUBE_DNS, HTTPS), name
         assert not allowed(policies, pod, STRANGER, HTTP_PORT), name
+        assert not allowed(policies, pod, STRANGER, OPS_PORT), name
 
 
 @needs_kubectl
@@ -925,14 +992,37 @@ def test_from_outside_only_the_public_ports_the_scrapes_and_keda(overlay: str) -
         public = bool(spec and spec.reached_by)
         for source in (INTERNET, STRANGER):
             assert allowed(policies, source, pod, HTTP_PORT) == public, (name, source.name)
-            for port in (NATS_CLIENT, NATS_ROUTES, NATS_MONITOR, POSTGRES_PORT):
+            for port in (OPS_PORT, NATS_CLIENT, NATS_ROUTES, NATS_MONITOR, POSTGRES_PORT):
                 assert not allowed(policies, source, pod, port), (name, source.name, port)
         scraped = name in catalog.SERVICE_NAMES
-        assert allowed(policies, PROMETHEUS, pod, HTTP_PORT) == scraped, name
+        assert allowed(policies, PROMETHEUS, pod, OPS_PORT) == scraped, name
+        # the public port only as anyone reaches it: scraping needs none
+        assert allowed(policies, PROMETHEUS, pod, HTTP_PORT) == public, name
         assert allowed(policies, PROMETHEUS, pod, NATS_EXPORTER) == (name == "nats"), name
         assert not allowed(policies, PROMETHEUS, pod, NATS_CLIENT), name
         assert allowed(policies, KEDA, pod, NATS_MONITOR) == (keda and name == "nats"), name
         assert not allowed(policies, KEDA, pod, NATS_CLIENT), name
+
+
+@needs_kubectl
+@pytest.mark.parametrize("overlay", ["base", "dev", "prod"])
+def test_the_internet_reaches_ingress_webhooks_but_not_its_metrics(overlay: str) -> None:
+    """The attack, spelled out: /metrics (or the health paths) of the internet-facing ingress
+    and of the reviewers' inbox from outside. Their public port is open, their ops port is
+    Prometheus' only; no pod of the namespace reaches another's ops port either. The port
+    /metrics is on is the one the probes use (the ops server serves all three)."""
+    policies, pods = policies_of(overlay), pods_of(overlay)
+    ops = {service_of(d): health_port(d) for d in deployments(overlay).values()}
+    for name in ("ingress", "inbox_api"):
+        for outsider in (INTERNET, INTERNET_V6, STRANGER):
+            assert allowed(policies, outsider, pods[name], HTTP_PORT), (name, outsider.name)
+            assert not allowed(policies, outsider, pods[name], ops[name]), (name, outsider.name)
+        assert allowed(policies, PROMETHEUS, pods[name], ops[name]), name
+    assert allowed(policies, pods["reconciler"], pods["inbox_api"], HTTP_PORT), "the report"
+    for src, a in pods.items():
+        for dst in catalog.SERVICE_NAMES:
+            assert not allowed(policies, a, pods[dst], ops[dst]), (src, dst)
+    assert set(ops.values()) == {OPS_PORT}, ops
 
 
 @needs_kubectl
@@ -1232,9 +1322,14 @@ def test_hpa_is_the_cpu_alternative_for_drafter_and_sender() -> None:
 # --- NATS Helm values ---------------------------------------------------------------------
 
 
-def _version_at_least(tag: str, minimum: tuple[int, int]) -> bool:
-    match = re.match(r"(\d+)\.(\d+)", tag)
-    return bool(match) and (int(match[1]), int(match[2])) >= minimum
+# nats-server secnotes 2026-02..28 (auth bypasses, MQTT, JetStream API): fixed in 2.14.3
+NATS_ADVISORY_FLOOR = (2, 14, 3)
+
+
+def _is_patch_release_at_least(tag: str, minimum: tuple[int, int, int]) -> bool:
+    """`tag` names one patch release (2.15.1-alpine, not 2.15-alpine), at least `minimum`."""
+    match = re.match(r"(\d+)\.(\d+)\.(\d+)(?:-[a-z0-9.]+)?(?:@sha256:[0-9a-f]{64})?$", tag)
+    return bool(match) and (int(match[1]), int(match[2]), int(match[3])) >= minimum
 
 
 def test_nats_values_run_a_three_node_jetstream_cluster_that_fsyncs_every_ack() -> None:
@@ -1252,7 +1347,7 @@ def test_nats_values_run_a_three_node_jetstream_cluster_that_fsyncs_every_ack() 
     assert values["promExporter"]["enabled"] is True
     assert values["promExporter"]["podMonitor"]["enabled"] is True
     assert values["podDisruptionBudget"]["enabled"] is True
-    assert _version_at_least(values["container"]["image"]["tag"], (2, 11))
+    assert _is_patch_release_at_least(values["container"]["image"]["tag"], NATS_ADVISORY_FLOOR)
     _assert_auth_included(values)
 
 
@@ -1262,24 +1357,36 @@ def test_nats_dev_values_run_one_node_with_the_same_durability() -> None:
     assert config["cluster"]["enabled"] is False
     assert config["jetstream"]["fileStore"]["pvc"]["enabled"] is True
     assert config["jetstream"]["merge"]["sync_interval"] == "always"
-    assert _version_at_least(values["container"]["image"]["tag"], (2, 11))
+    assert _is_patch_release_at_least(values["container"]["image"]["tag"], NATS_ADVISORY_FLOOR)
     _assert_auth_included(values)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="deploy/nats/values.yaml does not serve TLS yet (overlays/prod/tls.yaml issues the "
-    "certificate): remove this marker once config.nats.tls and config.cluster.tls are set",
-)
 @needs_kubectl
 def test_nats_values_serve_the_certificate_of_the_prod_overlay_to_clients_and_routes() -> None:
     values = yaml.safe_load((NATS_VALUES / "values.yaml").read_text())
-    secret = of_kind(render("prod"), "Certificate")["nats-tls"]["spec"]["secretName"]
+    certificate = of_kind(render("prod"), "Certificate")["nats-tls"]["spec"]
+    secret = certificate["secretName"]
     clients = values["config"].get("nats", {}).get("tls", {})
-    routes = values["config"]["cluster"].get("tls", {})
+    cluster = values["config"]["cluster"]
+    routes = cluster.get("tls", {})
     assert clients.get("enabled") is True and clients.get("secretName") == secret
     assert routes.get("enabled") is True and routes.get("secretName") == secret
-    assert routes.get("ca") == "ca.crt", "routes verify each other against the desk CA"
+    # Routes verify each other against the desk CA (the Secret's ca.crt). The chart mounts the
+    # Secret at `dir` and writes cert_file/key_file only: its `tls.ca` key went before chart 1.0
+    # (nats-io/k8s#758), so `ca:` would be ignored; ca_file comes by merge.
+    assert "ca" not in routes, "the chart ignores tls.ca: set merge.ca_file"
+    mounted = routes.get("dir", "/etc/nats-certs/cluster")
+    assert routes.get("merge", {}).get("ca_file") == f"{mounted}/ca.crt"
+    # Each route dials the host its URL names and checks the peer's certificate names it.
+    env = values["container"]["env"]
+    urls = [env[f"NATS_ROUTE_URL_{i}"] for i in range(cluster["replicas"])]
+    assert [f"<< ${name} >>" for name in sorted(env) if name.startswith("NATS_ROUTE_URL_")] == (
+        cluster["merge"]["routes"]
+    )
+    for url in urls:
+        parts = urlsplit(url)
+        assert parts.scheme == "tls", url
+        assert parts.hostname in certificate["dnsNames"], url
 
 
 def _assert_auth_included(values: dict[str, Any]) -> None:

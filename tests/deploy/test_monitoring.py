@@ -1,7 +1,8 @@
-"""deploy/k8s/monitoring: ServiceMonitors, alert rules and the Grafana dashboard.
+"""deploy/k8s/monitoring: PodMonitors, alert rules and the Grafana dashboard.
 
 Every metric the rules and the dashboard name must exist:
-- `desk_*`: exported by the six real services, started here on a real nats-server and scraped.
+- `desk_*`: exported by the six real services, started here on a real nats-server and scraped
+  on their ops ports (DESK_OPS_PORT), as the PodMonitors scrape them.
   A family is "exported" when its `# TYPE` line is in a service's /metrics (prometheus_client
   prints HELP/TYPE even for a labelled metric with no samples yet); the name used in PromQL must
   be one of that family's sample names (`x_total` for a counter, `x_bucket`/`_sum`/`_count` for
@@ -86,7 +87,7 @@ NATS_EXPORTER: dict[str, set[str]] = {
     },
 }
 # Labels Prometheus (Operator) attaches to every scraped series. `service` is also a desk label:
-# the ServiceMonitors honor ours.
+# the PodMonitors honor ours.
 TARGET_LABELS = {"job", "instance", "namespace", "pod", "service", "container", "endpoint"}
 BUILTIN_SERIES = {"up": set[str]()}
 
@@ -306,7 +307,7 @@ def expressions() -> list[tuple[str, str, set[str]]]:
 
 def test_the_kustomization_lists_the_manifests_and_a_grafana_dashboard_configmap() -> None:
     kustomization = yaml.safe_load((MONITORING / "kustomization.yaml").read_text())
-    assert set(kustomization["resources"]) == {"servicemonitors.yaml", "prometheusrule.yaml"}
+    assert set(kustomization["resources"]) == {"podmonitors.yaml", "prometheusrule.yaml"}
     (generator,) = kustomization["configMapGenerator"]
     assert generator["options"]["labels"]["grafana_dashboard"] == "1"
     assert generator["options"]["disableNameSuffixHash"] is True
@@ -318,9 +319,9 @@ def _documents(path: Path) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
-def test_a_servicemonitor_per_service() -> None:
-    monitors = _documents(MONITORING / "servicemonitors.yaml")
-    assert all(d["kind"] == "ServiceMonitor" for d in monitors)
+def test_a_podmonitor_per_service_scrapes_its_ops_port() -> None:
+    monitors = _documents(MONITORING / "podmonitors.yaml")
+    assert all(d["kind"] == "PodMonitor" for d in monitors)
     assert all(d["apiVersion"] == "monitoring.coreos.com/v1" for d in monitors)
     selected = set()
     for monitor in monitors:
@@ -330,27 +331,32 @@ def test_a_servicemonitor_per_service() -> None:
         assert labels["app.kubernetes.io/part-of"] == "ambient-desk"
         selected.add(labels["app.kubernetes.io/name"])
         assert spec["jobLabel"] == "app.kubernetes.io/name"  # job = the service's name
-        (endpoint,) = spec["endpoints"]
-        assert endpoint["port"] == "metrics" and endpoint["path"] == "/metrics"
+        (endpoint,) = spec["podMetricsEndpoints"]
+        assert endpoint["port"] == "ops" and endpoint["path"] == "/metrics"
         assert endpoint["interval"] == "30s"
         assert endpoint["honorLabels"] is True
     assert len(monitors) == len(SERVICES) and selected == set(SERVICES)
 
 
-def test_each_servicemonitor_selects_a_service_of_the_base_with_a_metrics_port() -> None:
+def test_each_podmonitor_selects_the_pods_of_a_deployment_with_an_ops_port() -> None:
+    """The pods serve /metrics on their port named `ops`; no Service exposes it (the public
+    Services of ingress and inbox-api carry only their routes' port)."""
     base = ROOT / "deploy" / "k8s" / "base"
     if not base.is_dir():
         pytest.skip("no deploy/k8s/base")
-    services = [
-        d
-        for path in sorted(base.glob("*.yaml"))
-        for d in _documents(path)
-        if d["kind"] == "Service"
-    ]
-    for monitor in _documents(MONITORING / "servicemonitors.yaml"):
+    documents = [d for path in sorted(base.glob("*.yaml")) for d in _documents(path)]
+    deployments = [d for d in documents if d["kind"] == "Deployment"]
+    for monitor in _documents(MONITORING / "podmonitors.yaml"):
         wanted = monitor["spec"]["selector"]["matchLabels"].items()
-        (service,) = [s for s in services if wanted <= s["metadata"].get("labels", {}).items()]
-        assert "metrics" in {p["name"] for p in service["spec"]["ports"]}, service["metadata"]
+        (deployment,) = [
+            d for d in deployments if wanted <= d["spec"]["template"]["metadata"]["labels"].items()
+        ]
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        assert "ops" in {p["name"] for p in container["ports"]}, deployment["metadata"]
+    for service in (d for d in documents if d["kind"] == "Service"):
+        names = {p["name"] for p in service["spec"]["ports"]}
+        targets = {p.get("targetPort") for p in service["spec"]["ports"]}
+        assert not names & {"ops", "metrics"} and "ops" not in targets, service["metadata"]
 
 
 def test_every_alert_has_for_severity_and_summary() -> None:
@@ -521,16 +527,19 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
             # generous: six interpreters importing at once on a small, shared machine
             for started in [pool.submit(p.start, True, 90.0) for p in processes.values()]:
                 started.result()
-        inbox = processes["inbox_api"].url
-        before = _scrape_until(inbox, "desk_inbox_waiting_items", 2.0)  # the first refresh
+        inbox = processes["inbox_api"]
+        # the first refresh, scraped where Prometheus scrapes: the ops port
+        before = _scrape_until(inbox.ops_url, "desk_inbox_waiting_items", 2.0)
         answer = httpx.post(
-            f"{inbox}/api/items/{draft_item('M1').id}/decision",
+            f"{inbox.url}/api/items/{draft_item('M1').id}/decision",
             json={"type": "accept", "version": 1},
             headers={"Authorization": f"Bearer {REVIEWER}"},
             timeout=10,
         )
         assert answer.status_code == 202, answer.text
-        yield Scraped({name: _scrape(p.url) for name, p in processes.items()}, inbox_before=before)
+        yield Scraped(
+            {name: _scrape(p.ops_url) for name, p in processes.items()}, inbox_before=before
+        )
     finally:
         with ThreadPoolExecutor(len(SERVICES)) as pool:
             list(pool.map(ServiceProcess.stop, [p for p in processes.values() if p.proc]))
@@ -808,7 +817,8 @@ def test_kustomize_builds_the_monitoring_manifests() -> None:
     assert built.returncode == 0, built.stderr
     kinds = [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(built.stdout) if d]
     assert ("PrometheusRule", "ambient-desk") in kinds
-    assert sum(kind == "ServiceMonitor" for kind, _ in kinds) == len(SERVICES)
+    assert sum(kind == "PodMonitor" for kind, _ in kinds) == len(SERVICES)
+    assert not [k for k, _ in kinds if k == "ServiceMonitor"], "no Service exposes /metrics"
     (configmap,) = [d for d in yaml.safe_load_all(built.stdout) if d and d["kind"] == "ConfigMap"]
     assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert json.loads(configmap["data"]["ambient-desk.json"]) == _dashboard()

@@ -138,7 +138,7 @@ def all_healthy(stack: Stack) -> bool:
         return False
     for s in services.values():
         try:
-            if httpx.get(f"{s['url']}/healthz", timeout=1).status_code != 200:
+            if httpx.get(f"{s['ops_url']}/healthz", timeout=1).status_code != 200:
                 return False
         except httpx.HTTPError:
             return False
@@ -158,8 +158,16 @@ async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> No
     creds = json.loads(creds_path.read_text())
     assert creds["webhook_secrets"]["helpdesk"].startswith("whsec_")
     assert creds["reviewer_token"] and creds["viewer_token"]
-    for s in status["services"].values():
-        assert httpx.get(f"{s['url']}/readyz", timeout=2).status_code == 200
+    for name, s in status["services"].items():
+        assert httpx.get(f"{s['ops_url']}/readyz", timeout=2).status_code == 200
+        # health and metrics only on the ops port; only ingress and the inbox have public ports
+        assert (s["url"] is not None) == (name in {"ingress", "inbox_api"}), (name, s)
+        if s["url"] is not None:
+            for path in ("/healthz", "/readyz", "/metrics"):
+                assert httpx.get(f"{s['url']}{path}", timeout=2).status_code == 404, (name, path)
+    banner = stack.log.read_text()
+    assert "health and metrics (/healthz, /readyz, /metrics" in banner
+    assert all(s["ops_url"] in banner for s in status["services"].values()), banner
 
     # A signed webhook travels ingress -> EVENTS -> router -> work.drafter.*
     sent = subprocess.run(
@@ -245,7 +253,7 @@ async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> No
 
     seen = descendants(supervisor.pid)
     router_pid = status["services"]["router"]["pid"]
-    router_url = status["services"]["router"]["url"]
+    router_url = status["services"]["router"]["ops_url"]
     os.kill(router_pid, signal.SIGKILL)
     # Something else takes the router's port before it restarts (as an outgoing connection's
     # local port can): the supervisor must move it rather than restart it into a busy port.
@@ -270,7 +278,7 @@ async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> No
         await eventually(router_back, timeout=30, message="the router restarted and healthy")
     finally:
         squatter.close()
-    assert stack.status()["services"]["router"]["url"] != router_url
+    assert stack.status()["services"]["router"]["ops_url"] != router_url
     seen |= descendants(supervisor.pid)
 
     supervisor.send_signal(signal.SIGINT)

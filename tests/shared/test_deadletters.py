@@ -15,7 +15,7 @@ import pytest
 from desk import dlq
 from desk.process import free_port
 from shared import deadletters, ids, subjects
-from shared.bus import Bus
+from shared.bus import Bus, NatsAuth
 from shared.consumer import Consumer, ConsumerRuntime, Delivery
 from shared.deadletters import UnknownDeadLetter
 from shared.errors import PermanentError
@@ -193,7 +193,7 @@ def parse(*argv: str) -> argparse.Namespace:
 
 async def desk_dlq(url: str, *argv: str) -> int:
     """Run the command as the CLI does (its own event loop), off this test's loop."""
-    return await asyncio.to_thread(dlq.main, parse(*argv), url)
+    return await asyncio.to_thread(dlq.main, parse(*argv), url, NatsAuth())
 
 
 async def test_cli_list_prints_a_table_with_redacted_errors(

@@ -2,8 +2,13 @@ from __future__ import annotations
 
 import asyncio
 
+import nats.js.errors as js_errors
+import pytest
+from nats.js.api import KeyValueConfig
+
 from shared.bus import Bus
-from shared.ledger import Ledger, ledger_key
+from shared.ledger import SHARED_BUCKET, Ledger, ledger_key
+from shared.streams import Topology, provision
 
 
 def test_keys_are_valid_for_the_kv_store_and_distinct() -> None:
@@ -108,3 +113,32 @@ async def test_a_lease_ends_with_its_block_even_if_a_renewal_swallows_the_cancel
             pass
     finally:
         ledger.js.publish = publish  # type: ignore[method-assign]
+
+
+async def test_provision_moves_the_shared_bucket_into_each_owners_own(bus: Bus) -> None:
+    """After an upgrade the router's `seen:` keys must still be known to the reconciler (or it
+    would backfill every ticket again) and the drafter must still know each mail's thread."""
+    old = await bus.js.create_key_value(KeyValueConfig(bucket=SHARED_BUCKET, history=1))
+    for key, value in {
+        "seen:ticket.created:T1": b"",
+        "mail:0123": b"T7",
+        "cron:stale:T2:2026-11-30": b"",
+        "lease:thread:T7": b"",  # a lease lapses by itself: not carried over
+    }.items():
+        await old.create(ledger_key(key), value)
+    drafter = await Ledger.open(bus.js, "drafter")
+    await drafter.claim("mail:0123", b"T8")  # the owner's own claim wins over the old copy
+
+    changes = await provision(bus.js, Topology(), adopt_shared_ledger=True)
+
+    assert changes[f"KV_{SHARED_BUCKET}"] == "migrated"
+    router = await Ledger.reader(bus.js, "reconciler", "router")
+    assert await router.seen("seen:ticket.created:T1")
+    assert await drafter.get("mail:0123") == b"T8"
+    assert await (await Ledger.open(bus.js, "reconciler")).seen("cron:stale:T2:2026-11-30")
+    for owner in ("router", "drafter", "reconciler", "sender"):
+        assert not await (await Ledger.open(bus.js, owner)).seen("lease:thread:T7")
+    with pytest.raises(js_errors.BucketNotFoundError):
+        await bus.js.key_value(SHARED_BUCKET)
+    again = await provision(bus.js, Topology(), adopt_shared_ledger=True)
+    assert f"KV_{SHARED_BUCKET}" not in again

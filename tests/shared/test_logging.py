@@ -30,6 +30,8 @@ def capture() -> tuple[logging.Logger, io.StringIO]:
         "+1 (415) 555-0134",
         "+49 30 1234 5678",
         "415-555-0134",
+        "030.1234.5678",
+        "030.123.456.78",
         "13812345678",
         "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
         "sk-proj-abcdefghijklmnop",
@@ -53,6 +55,12 @@ def test_secret_looking_pairs_and_bearer_tokens_are_redacted() -> None:
 
 def test_ordinary_numbers_stay_readable() -> None:
     text = "seq 1234567 at 2026-11-29T07:59:47Z from 127.0.0.1:4222 took 0.125s, ts 1764403187"
+    assert redact(text) == text
+
+
+def test_client_addresses_stay_readable() -> None:
+    """Throttling logs the client's address; an operator must be able to read it."""
+    text = "login throttled for 192.168.100.200, then 10.244.1.123 and 203.0.113.254"
     assert redact(text) == text
 
 

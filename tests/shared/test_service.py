@@ -1,4 +1,5 @@
-"""The service shape: health answers at once, readiness follows NATS and the streams."""
+"""The service shape: health answers at once, readiness follows NATS and the streams, and
+both are on the ops port, never on the public one."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from pathlib import Path
 from typing import ClassVar
 
 import httpx
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
 
 from desk.natsserver import NatsServer
 from desk.process import free_port
@@ -26,8 +30,9 @@ async def test_ready_only_once_nats_answers_and_the_streams_exist(tmp_path: Path
     task = asyncio.create_task(service.__aenter__())
     nats = NatsServer(tmp_path / "nats", port=port, sync_always=False)
     try:
-        await eventually(lambda: service.http._server.started, message="the HTTP server")
-        async with httpx.AsyncClient(base_url=service.http.url) as client:
+        await eventually(lambda: service.ops._server.started, message="the ops server")
+        assert service.http is None, "no routes: no public server"
+        async with httpx.AsyncClient(base_url=service.ops.url) as client:
             assert (await client.get("/healthz")).status_code == 200
             not_ready = await client.get("/readyz")
             assert not_ready.status_code == 503
@@ -45,4 +50,38 @@ async def test_ready_only_once_nats_answers_and_the_streams_exist(tmp_path: Path
         if not task.done():
             task.cancel()
         await service.__aexit__(None, None, None)
+        nats.kill()
+
+
+async def test_the_public_server_carries_only_the_services_routes(tmp_path: Path) -> None:
+    """Health and metrics on the public port would hand them to whoever reaches the service
+    (the internet, for ingress): there they are 404, and the routes are not on the ops port."""
+
+    async def hello(request: Request) -> Response:
+        return PlainTextResponse("hello")
+
+    async def broken(request: Request) -> Response:
+        raise RuntimeError("a bug")
+
+    nats = NatsServer(tmp_path / "nats", sync_always=False)
+    nats.start()
+    settings = ProbeSettings(nats_url=nats.url, _env_file=None)
+    routes = [Route("/hello", hello), Route("/broken", broken)]
+    try:
+        async with Service(settings, routes=routes) as service:
+            assert service.http is not None and service.http.port != service.ops.port
+            async with (
+                httpx.AsyncClient(base_url=service.http.url) as public,
+                httpx.AsyncClient(base_url=service.ops.url) as ops,
+            ):
+                assert (await public.get("/hello")).text == "hello"
+                for path in ("/healthz", "/readyz", "/metrics"):
+                    assert (await public.get(path)).status_code == 404, path
+                    assert (await ops.get(path)).status_code == 200, path
+                assert "desk_nats_connected" in (await ops.get("/metrics")).text
+                assert (await ops.get("/hello")).status_code == 404
+                failed = await public.get("/broken")  # the unexpected-error answer still holds
+                assert failed.status_code == 503 and failed.headers["Retry-After"] == "5"
+            service.request_stop()
+    finally:
         nats.kill()

@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 import httpx
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from shared import subjects
 from shared.bus import Bus
@@ -280,3 +281,23 @@ async def test_the_openapi_document_validates(api: Api) -> None:
     document = httpx.get(f"{api.url}/openapi.json").json()
     validate(document)
     assert "/api/items/{id}/decision" in document["paths"]
+
+
+async def test_the_public_port_answers_no_health_or_metrics_only_the_ops_port_does(
+    api: Api,
+) -> None:
+    """Reviewers reach the inbox's port (DESK_HTTP_PORT); health and metrics (the waiting
+    count, the review log's pace) are on the ops port only, with or without a token."""
+    ops = api.process.ops_url
+    for token in (None, VIEWER):
+        async with api.client(token) as client:
+            for path in ("/metrics", "/healthz", "/readyz"):
+                public = await client.get(path)
+                assert public.status_code == 404, (token, path, public.text)
+                assert "desk_" not in public.text, path
+    for path in ("/metrics", "/healthz", "/readyz"):
+        assert httpx.get(f"{ops}{path}").status_code == 200, path
+    metrics = httpx.get(f"{ops}/metrics")
+    assert metrics.headers["content-type"] == CONTENT_TYPE_LATEST  # Prometheus' text format
+    assert "# TYPE desk_inbox_waiting_items gauge" in metrics.text
+    assert httpx.get(f"{ops}/api/items").status_code == 404, "no inbox on the ops port"

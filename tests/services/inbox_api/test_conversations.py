@@ -9,10 +9,10 @@ from typing import Any
 from shared import subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
-from shared.inbox import Overdue, Withdrawal
+from shared.inbox import Overdue
 from shared.results import ITEM_WITHDRAWN, NOTIFY_SENT, REPLY_WITHDRAWN, SOURCE_SENDER, event_id
 from tests.helpers import eventually
-from tests.inbox_items import conversation, draft_item
+from tests.inbox_items import conversation, draft_item, publish_withdrawal
 
 from .conftest import Api
 from .test_api import decisions, new_thread, stored, waiting
@@ -101,22 +101,7 @@ async def test_a_withdrawn_draft_cannot_be_decided_and_says_why(api: Api, nats_b
     thread = new_thread()
     item = draft_item(thread)
     await waiting(api, nats_bus, item)
-    notice = Withdrawal(
-        item_id=item.id,
-        thread=thread,
-        round=item.round,
-        version=1,
-        ticket_id=thread,
-        reason="a person answered in the helpdesk",
-        at=dt.datetime.now(dt.UTC),
-    )
-    await publish(
-        nats_bus,
-        subjects.INBOX_WITHDRAWN,
-        subjects.INBOX_WITHDRAWN,
-        f"withdrawn:{thread}",
-        notice.model_dump(mode="json"),
-    )
+    await publish_withdrawal(nats_bus, item, "a person answered in the helpdesk")
 
     async def withdrawn() -> bool:
         detail = await stored(api, item.id)
@@ -140,6 +125,40 @@ async def test_a_withdrawn_draft_cannot_be_decided_and_says_why(api: Api, nats_b
     )
     detail = await stored(api, item.id)
     assert detail is not None and detail["withdrawn_reason"] == "a person answered in the helpdesk"
+
+
+async def test_a_withdrawal_shows_the_tickets_status_when_the_senders_result_came_first(
+    api: Api, nats_bus: Bus
+) -> None:
+    """The sender's item.withdrawn result and the drafter's notice race: whichever the inbox
+    reads first, the reviewer sees the ticket as it is now (closed), not as it was drafted."""
+    thread = new_thread()
+    item = draft_item(thread)
+    await waiting(api, nats_bus, item)
+    reason = "the ticket was closed"
+    await publish(
+        nats_bus,
+        subjects.result(ITEM_WITHDRAWN),
+        ITEM_WITHDRAWN,
+        event_id(ITEM_WITHDRAWN, item.id),
+        {"item_id": item.id, "reason": reason},
+    )
+
+    async def withdrawn() -> bool:
+        detail = await stored(api, item.id)
+        return detail is not None and detail["status"] == "withdrawn"
+
+    await eventually(withdrawn, timeout=15, message="withdrawn by the result")
+    await publish_withdrawal(nats_bus, item, reason, ticket_status="closed")
+
+    async def closed() -> bool:
+        detail = await stored(api, item.id)
+        return detail is not None and detail["ticket_status"] == "closed"
+
+    await eventually(closed, timeout=15, message="the ticket's status from the notice")
+    detail = await stored(api, item.id)
+    assert detail is not None
+    assert (detail["status"], detail["withdrawn_reason"]) == ("withdrawn", reason)
 
 
 async def test_reply_withdrawn_ends_a_sending_item_and_overdue_items_come_first(

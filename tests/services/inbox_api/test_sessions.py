@@ -27,14 +27,12 @@ from services.inbox_api import store
 from services.inbox_api.auth import Reviewers
 from services.inbox_api.sessions import COOKIE, Sessions
 from services.inbox_api.throttle import Throttle
-from shared import subjects
 from shared.bodies import BodyRefused, read_limited
 from shared.bus import Bus
 from shared.db import database_url, make_engine
-from shared.envelope import Envelope
 from shared.settings import ReviewerConfig
-from tests.helpers import eventually, messages
-from tests.inbox_items import draft_item, publish_item
+from tests.helpers import eventually
+from tests.inbox_items import draft_item, publish_item, published_decisions
 from tests.postgres import fresh_schema, url_in
 from tests.services_running import ServiceProcess
 
@@ -43,8 +41,6 @@ BOB = "bob-token-for-session-tests"
 CAROL = "carol-token-for-session-tests"
 BURST = 3  # wrong tokens an address may present before 429
 LIFETIME = 2.0  # seconds, on the replica with the new configuration
-# replicas shared it when a signed cookie was the session (each then took a cookie at its word)
-SECRET = "the-same-session-secret-on-every-replica"
 MIB = 1024 * 1024
 
 
@@ -74,15 +70,9 @@ def inbox(inbox_nats: NatsServer, var_dir: Path) -> Iterator[Running]:
         "DESK_NATS_URL": inbox_nats.url,
         "DESK_VAR_DIR": str(var_dir / "var"),
         "DESK_REVIEWERS": reviewers(("alice", "reviewer", ALICE), ("bob", "reviewer", BOB)),
-        "DESK_SESSION_SECRET": SECRET,
         "DESK_AUTH_BURST": str(BURST),
     }
-    log = var_dir / "inbox_api.log"
-    process = ServiceProcess(["inbox_api"], env, log).start()
-    try:
-        yield Running(process.url, log)
-    finally:
-        process.kill()
+    yield from _started(env, var_dir / "inbox_api.log")
 
 
 @pytest.fixture(scope="module")
@@ -93,10 +83,12 @@ def rollout(inbox: Running, inbox_nats: NatsServer, var_dir: Path) -> Iterator[R
         "DESK_NATS_URL": inbox_nats.url,
         "DESK_VAR_DIR": str(var_dir / "var"),
         "DESK_REVIEWERS": reviewers(("alice", "viewer", ALICE), ("carol", "reviewer", CAROL)),
-        "DESK_SESSION_SECRET": SECRET,
         "DESK_SESSION_LIFETIME": str(LIFETIME),
     }
-    log = var_dir / "inbox_api-rollout.log"
+    yield from _started(env, var_dir / "inbox_api-rollout.log")
+
+
+def _started(env: dict[str, str], log: Path) -> Iterator[Running]:
     process = ServiceProcess(["inbox_api"], env, log).start()
     try:
         yield Running(process.url, log)
@@ -152,16 +144,6 @@ async def detail(inbox: Running, item_id: str) -> dict[str, Any]:
         answer = await c.get(f"/api/items/{item_id}")
     assert answer.status_code == 200
     found: dict[str, Any] = answer.json()
-    return found
-
-
-async def decisions(bus: Bus, item_id: str) -> list[dict[str, Any]]:
-    found = []
-    for m in await messages(bus.js, subjects.INBOX):
-        if m.subject == subjects.INBOX_DECISION and m.data:
-            data = Envelope.model_validate_json(m.data).data
-            if data["item_id"] == item_id:
-                found.append(data)
     return found
 
 
@@ -281,6 +263,49 @@ async def test_wrong_tokens_in_a_row_from_one_address_get_429(inbox: Running) ->
     assert wrong not in logged and ALICE not in logged
 
 
+@pytest.fixture(scope="module")
+def proxied(inbox_nats: NatsServer, var_dir: Path) -> Iterator[Running]:
+    """An inbox behind a proxy at 127.0.0.9, as behind a Kubernetes Ingress controller."""
+    env = {
+        "DESK_NATS_URL": inbox_nats.url,
+        "DESK_VAR_DIR": str(var_dir / "var"),  # one database: replicas share the consumer
+        "DESK_REVIEWERS": reviewers(("alice", "reviewer", ALICE)),
+        "DESK_AUTH_BURST": str(BURST),
+        "DESK_FORWARDED_ALLOW_IPS": "127.0.0.9",
+    }
+    yield from _started(env, var_dir / "inbox_api-proxied.log")
+
+
+async def test_behind_a_trusted_proxy_each_client_is_throttled_on_its_own(
+    proxied: Running,
+) -> None:
+    """Every request comes from the proxy: throttling the proxy's address would let one guesser
+    lock every reviewer out. Only the named proxy may say who the client is."""
+    wrong = f"guess-{uuid.uuid4().hex}"
+    proxy = httpx.AsyncHTTPTransport(local_address="127.0.0.9")
+    async with httpx.AsyncClient(base_url=proxied.url, transport=proxy, timeout=10) as via:
+        guesser = {"X-Forwarded-For": "203.0.113.7"}
+        for _ in range(BURST):
+            answer = await via.get("/api/items", headers={**guesser, **bearer(wrong)})
+            assert answer.status_code == 401
+        over = await via.get("/api/items", headers={**guesser, **bearer(wrong)})
+        assert over.status_code == 429
+        colleague = {"X-Forwarded-For": "203.0.113.8", **bearer(ALICE)}
+        assert (await via.get("/api/items", headers=colleague)).status_code == 200
+    # anyone else claiming to forward for someone is not believed
+    direct = httpx.AsyncHTTPTransport(local_address="127.0.0.10")
+    async with httpx.AsyncClient(base_url=proxied.url, transport=direct, timeout=10) as liar:
+        for n in range(BURST):
+            forged = {"X-Forwarded-For": f"198.51.100.{n}", **bearer(wrong)}
+            assert (await liar.get("/api/items", headers=forged)).status_code == 401
+        forged = {"X-Forwarded-For": "198.51.100.99", **bearer(wrong)}
+        assert (await liar.get("/api/items", headers=forged)).status_code == 429
+    await eventually(
+        lambda: "API token refused from 203.0.113.7" in proxied.log.read_text(),
+        message="the refusal logged with the client's address, not the proxy's",
+    )
+
+
 async def test_a_login_posted_from_another_site_is_refused(
     inbox: Running, alice: httpx.AsyncClient
 ) -> None:
@@ -342,10 +367,10 @@ async def test_a_2_mib_decision_gets_413_and_records_nothing(
         assert small.status_code == 202  # the item was untouched, and a normal body works
 
     async def published() -> bool:
-        return bool(await decisions(nats_bus, item_id))
+        return bool(await published_decisions(nats_bus, item_id=item_id))
 
     await eventually(published, message="the decision published")
-    assert [d["type"] for d in await decisions(nats_bus, item_id)] == ["accept"]
+    assert [d["type"] for d in await published_decisions(nats_bus, item_id=item_id)] == ["accept"]
 
 
 # -- the pieces, with an injected clock ----------------------------------------------------------

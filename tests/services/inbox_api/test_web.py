@@ -19,7 +19,7 @@ from services.inbox_api.render import age, changes, diff, fold
 from shared import subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
-from shared.inbox import InboxItem, Overdue, Withdrawal
+from shared.inbox import InboxItem, Overdue
 from shared.results import (
     NOTIFY_FAILED,
     NOTIFY_SENT,
@@ -28,8 +28,15 @@ from shared.results import (
     SOURCE_SENDER,
     event_id,
 )
-from tests.helpers import eventually, messages
-from tests.inbox_items import conversation, draft_item, notify_item, publish_item
+from tests.helpers import eventually
+from tests.inbox_items import (
+    conversation,
+    draft_item,
+    notify_item,
+    publish_item,
+    publish_withdrawal,
+    published_decisions,
+)
 from tests.services_running import ServiceProcess
 
 from .conftest import REVIEWER, VIEWER, write_credentials
@@ -104,18 +111,8 @@ def csrf_of(html: str) -> str:
     return found.group(1)
 
 
-async def decisions(bus: Bus, thread: str) -> list[dict[str, Any]]:
-    found = []
-    for m in await messages(bus.js, subjects.INBOX):
-        if m.subject == subjects.INBOX_DECISION and m.data:
-            data = Envelope.model_validate_json(m.data).data
-            if data["thread"] == thread:
-                found.append(data)
-    return found
-
-
 async def published(bus: Bus, thread: str) -> bool:
-    return bool(await decisions(bus, thread))
+    return bool(await published_decisions(bus, thread=thread))
 
 
 async def publish(bus: Bus, subject: str, kind: str, msg_id: str, data: dict[str, Any]) -> None:
@@ -255,7 +252,7 @@ async def test_a_post_without_the_session_csrf_token_is_403(
     preview = await browser_client.post(f"/items/{item.id}/edit", data={"reply": "x"})
     assert preview.status_code == 403
     assert (await browser_client.post("/logout")).status_code == 403
-    assert await decisions(nats_bus, item.thread) == []
+    assert await published_decisions(nats_bus, thread=item.thread) == []
 
     page = await browser_client.get(f"/items/{item.id}")
     assert "waiting" in page.text  # nothing was decided
@@ -279,7 +276,7 @@ async def test_a_viewer_sees_no_forms_and_may_not_post(
     ):
         answer = await browser_client.post(f"/items/{item.id}/{path}", data=form)
         assert answer.status_code == 403
-    assert await decisions(nats_bus, item.thread) == []
+    assert await published_decisions(nats_bus, thread=item.thread) == []
 
 
 async def test_the_detail_shows_only_the_forms_the_item_allows(
@@ -418,22 +415,7 @@ async def test_withdrawn_sending_sent_and_failed_each_look_like_themselves(
     csrf = await log_in(browser_client, REVIEWER)
     c = browser_client
     reason = "a person answered in the helpdesk"
-    notice = Withdrawal(
-        item_id=withdrawn.id,
-        thread=withdrawn.thread,
-        round=withdrawn.round,
-        version=1,
-        ticket_id=withdrawn.thread,
-        reason=reason,
-        at=dt.datetime.now(dt.UTC),
-    )
-    await publish(
-        nats_bus,
-        subjects.INBOX_WITHDRAWN,
-        subjects.INBOX_WITHDRAWN,
-        f"withdrawn:{withdrawn.thread}",
-        notice.model_dump(mode="json"),
-    )
+    await publish_withdrawal(nats_bus, withdrawn, reason)
     page = await page_until(c, f"/items/{withdrawn.id}", 'class="badge status-withdrawn"')
     assert f"<strong>Withdrawn:</strong> {reason}." in page
     assert 'id="accept"' not in page and 'id="decide"' not in page
@@ -599,7 +581,9 @@ async def test_an_edit_preview_shows_the_diff_escaped(
     assert "<ins>fixed</ins>" in answer.text
     assert "&lt;b&gt;" in answer.text and "<b>today" not in answer.text
     assert 'action="/items/' in answer.text and 'name="type" value="edit"' in answer.text
-    assert await decisions(nats_bus, item.thread) == []  # a preview decides nothing
+    assert (
+        await published_decisions(nats_bus, thread=item.thread) == []
+    )  # a preview decides nothing
 
 
 async def test_deciding_publishes_exactly_one_decision_and_redirects_with_a_message(
@@ -626,7 +610,7 @@ async def test_deciding_publishes_exactly_one_decision_and_redirects_with_a_mess
     assert "not waiting" in again.text
 
     await eventually(lambda: published(nats_bus, item.thread), message="the decision published")
-    [decision] = await decisions(nats_bus, item.thread)
+    [decision] = await published_decisions(nats_bus, thread=item.thread)
     assert decision["type"] == "edit"
     assert decision["reviewer"] == "reviewer"
     assert decision["args"]["args"]["reply"] == "Hi Jane,\nYour refund is on its way."
@@ -673,7 +657,7 @@ async def test_bad_form_input_gets_a_4xx_page_never_a_500(
     assert (await c.get("/inbox?sort=sideways")).status_code == 422
     assert (await c.get("/inbox?priority=whenever")).status_code == 422
     assert (await c.get("/inbox?cursor=%%%")).status_code == 422
-    assert await decisions(nats_bus, draft.thread) == []
+    assert await published_decisions(nats_bus, thread=draft.thread) == []
     assert "waiting" in (await c.get(f"/items/{draft.id}")).text
 
 
@@ -811,7 +795,7 @@ async def test_a_reviewer_edits_and_sends_the_oldest_draft_in_a_browser(
             await browser.close()
 
     await eventually(lambda: published(nats_bus, oldest.thread), message="the decision published")
-    [decision] = await decisions(nats_bus, oldest.thread)
+    [decision] = await published_decisions(nats_bus, thread=oldest.thread)
     assert decision["type"] == "edit"
     assert decision["args"]["args"]["reply"] == edited
     assert decision["reviewer"] == "reviewer"

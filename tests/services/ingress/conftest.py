@@ -9,13 +9,14 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from desk.natsserver import NatsServer
+from shared.bus import Bus
 from shared.signatures import standard_sign
 from tests.services_running import ServiceProcess
 
@@ -43,6 +44,7 @@ SOURCES: dict[str, dict[str, Any]] = {
         "scheme": "basic",
         "secrets": [BASIC],
         "id_path": "MessageID",
+        "id_with_digest": True,
         "type_path": None,
         "type_value": "email.received",
     },
@@ -104,3 +106,12 @@ def ingress_process(
 @pytest.fixture(scope="package")
 def ingress(ingress_process: ServiceProcess) -> str:
     return ingress_process.url
+
+
+@pytest.fixture
+async def events(module_nats: NatsServer) -> AsyncIterator[Bus]:
+    bus = await Bus.connect(module_nats.url, service="test")
+    try:
+        yield bus
+    finally:
+        await bus.close()

@@ -30,8 +30,8 @@ def test_nats_down_answers_503_and_nats_back_answers_202_without_a_restart(
         down = httpx.post(url, content=body, headers=headers, timeout=15)
         assert down.status_code == 503
         assert int(down.headers["Retry-After"]) > 0
-        assert httpx.get(f"{service.url}/readyz").status_code == 503
-        assert httpx.get(f"{service.url}/healthz").status_code == 200
+        assert httpx.get(f"{service.ops_url}/readyz").status_code == 503
+        assert httpx.get(f"{service.ops_url}/healthz").status_code == 200
 
         nats_server.start()  # same port, same store
         deadline = time.monotonic() + 20

@@ -7,7 +7,8 @@ nats-server, and for mail a real IMAP server) and checks it is refused and nothi
 - credentials sent with a request never reach EVENTS (viewers read it);
 - a body that stops arriving (slow loris) gets 408 within the configured deadline;
 - two sources sharing a secret stop ingress at start;
-- two different mails with the same Message-ID are both recorded.
+- two different mails with the same Message-ID are both recorded;
+- health and metrics asked for on the public port: 404 (they are on the ops port only).
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ import base64
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import SecretStr
 
 from desk.natsserver import NatsServer
@@ -48,15 +49,6 @@ CREDENTIALS = {
     "Cookie": "session=cookie-do-not-store",
     "X-Auth-Token": "auth-token-do-not-store",
 }
-
-
-@pytest.fixture
-async def events(module_nats: NatsServer) -> AsyncIterator[Bus]:
-    bus = await Bus.connect(module_nats.url, service="test")
-    try:
-        yield bus
-    finally:
-        await bus.close()
 
 
 async def stored_as(bus: Bus, event_id: str) -> list[Any]:
@@ -159,6 +151,30 @@ def test_each_source_without_a_timestamp_is_named_in_a_warning_at_start(
         ) in log
     assert "source helpdesk: signature scheme" not in log
     assert GITHUB_SECRET not in log and BASIC not in log
+
+
+# -- health and metrics are not on the public port ------------------------------------------------
+
+
+def test_the_public_port_answers_no_health_or_metrics_only_the_ops_port_does(
+    ingress_process: ServiceProcess,
+) -> None:
+    """What the internet reaches (DESK_HTTP_PORT) serves webhooks only; what probes and
+    Prometheus reach (DESK_OPS_PORT) serves health and metrics only."""
+    for path in ("/metrics", "/healthz", "/readyz"):
+        for method in ("GET", "HEAD"):
+            public = httpx.request(method, f"{ingress_process.url}{path}")
+            assert public.status_code == 404, (method, path, public.text)
+            assert "desk_" not in public.text, path
+        assert httpx.get(f"{ingress_process.ops_url}{path}").status_code == 200, path
+    metrics = httpx.get(f"{ingress_process.ops_url}/metrics")
+    assert metrics.headers["content-type"] == CONTENT_TYPE_LATEST  # Prometheus' text format
+    assert "# TYPE desk_ingress_requests_total counter" in metrics.text
+    body, headers = signed({"id": "evt_ops", "type": "ticket.created"}, msg_id="evt_ops")
+    on_ops = httpx.post(
+        f"{ingress_process.ops_url}/webhooks/helpdesk", content=body, headers=headers
+    )
+    assert on_ops.status_code == 404, "no webhooks on the ops port"
 
 
 # -- credentials are never stored -----------------------------------------------------------------

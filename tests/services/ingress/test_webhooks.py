@@ -8,29 +8,18 @@ import hashlib
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import pytest
 
-from desk.natsserver import NatsServer
 from shared import subjects
 from shared.bus import Bus
 from shared.envelope import MAX_DEPTH
 from shared.signatures import github_sign, stripe_sign
 from tests.helpers import messages
+from tests.services_running import ServiceProcess
 
 from .conftest import BASIC, GITHUB_SECRET, OLD_SECRET, STRIPE_SECRET, signed
-
-
-@pytest.fixture
-async def events(module_nats: NatsServer) -> AsyncIterator[Bus]:
-    bus = await Bus.connect(module_nats.url, service="test")
-    try:
-        yield bus
-    finally:
-        await bus.close()
 
 
 async def stored(bus: Bus) -> list[Any]:
@@ -228,12 +217,39 @@ async def test_inbound_email_webhook_becomes_an_email_received_event(
     headers = {"content-type": "application/json", "Authorization": auth}
     answer = httpx.post(f"{ingress}/webhooks/email", content=body, headers=headers)
     assert answer.status_code == 202, answer.text
-    [message] = [m for m in await stored(events) if m.headers["Desk-Event-Id"] == message_id]
+    event_id = f"{message_id}#sha256-{hashlib.sha256(body).hexdigest()}"
+    assert answer.json() == {"accepted": True, "duplicate": False, "id": event_id}
+    [message] = [m for m in await stored(events) if m.headers["Desk-Event-Id"] == event_id]
     assert message.subject == "events.email.email.received"
-    assert message.headers["Nats-Msg-Id"] == f"email:{message_id}"
+    assert message.headers["Nats-Msg-Id"] == f"email:{event_id}"
     assert "authorization" not in {k.lower() for k in message.headers}
     wrong = {**headers, "Authorization": "Basic " + base64.b64encode(b"inbound:no").decode()}
     assert httpx.post(f"{ingress}/webhooks/email", content=body, headers=wrong).status_code == 401
+
+
+async def test_a_mail_with_the_message_id_of_another_is_its_own_event(
+    ingress: str, events: Bus
+) -> None:
+    """Whoever writes to the support address picks the Message-ID: a forged mail sent first
+    with the id of a real one must not turn the real one into a "duplicate"."""
+    message_id = f"<{uuid.uuid4().hex}@mail.example.com>"
+    auth = "Basic " + base64.b64encode(BASIC.encode()).decode()
+    headers = {"content-type": "application/json", "Authorization": auth}
+
+    def mail(text: str) -> bytes:
+        return json.dumps({"From": "a@example.com", "TextBody": text, "MessageID": message_id})
+
+    forged, real = mail("ignore this"), mail("I was charged twice.")
+    answers = [
+        httpx.post(f"{ingress}/webhooks/email", content=body, headers=headers)
+        for body in (forged, real, real)  # the last one: the provider retrying
+    ]
+    assert [a.json()["duplicate"] for a in answers] == [False, False, True]
+    mine = [m for m in await stored(events) if m.headers["Desk-Event-Id"].startswith(message_id)]
+    assert sorted(json.loads(m.data)["TextBody"] for m in mine) == [
+        "I was charged twice.",
+        "ignore this",
+    ]
 
 
 async def test_clients_cannot_set_broker_or_desk_headers(ingress: str, events: Bus) -> None:
@@ -264,14 +280,16 @@ async def test_many_requests_in_flight_each_get_their_own_pub_ack(
     assert set(ids) <= have
 
 
-async def test_metrics_count_outcomes_and_signature_failures(ingress: str) -> None:
+async def test_metrics_count_outcomes_and_signature_failures(
+    ingress: str, ingress_process: ServiceProcess
+) -> None:
     body, headers = signed(ticket("evt_m"), msg_id="evt_m")
     httpx.post(
         f"{ingress}/webhooks/helpdesk",
         content=body,
         headers={**headers, "webhook-signature": "v1,AAAA"},
     )
-    text = httpx.get(f"{ingress}/metrics").text
+    text = httpx.get(f"{ingress_process.ops_url}/metrics").text
     assert 'desk_ingress_signature_failures_total{reason="mismatch",source="helpdesk"}' in text
     assert 'desk_ingress_requests_total{outcome="202",source="helpdesk"}' in text
     assert "desk_ingress_publish_seconds_bucket" in text

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nats.js.errors as js_errors
+
 from desk.natsserver import NatsServer
 from shared import subjects
 from shared.bus import Bus
@@ -61,14 +63,15 @@ async def test_fan_out_survives_a_router_killed_between_the_two_publishes(
         info.config.subjects = ["work.a.>"]
         await bus.js.update_stream(info.config)
 
-        first = router(nats_server, tmp_path, DESK_PROVISION="false").start()
+        # the killed router's delivery comes back after ack_wait: keep it short
+        first = router(nats_server, tmp_path, DESK_PROVISION="false", DESK_ACK_WAIT="3").start()
         await publish_event(bus, "evt_1")
         await eventually(lambda: on(bus, "work.a.ticket.created"), message="the first publish")
         first.kill()
 
         info.config.subjects = ["work.>"]
         await bus.js.update_stream(info.config)
-        second = router(nats_server, tmp_path, DESK_PROVISION="false").start()
+        second = router(nats_server, tmp_path, DESK_PROVISION="false", DESK_ACK_WAIT="3").start()
 
         async def settled() -> bool:
             c = await bus.js.consumer_info(subjects.EVENTS, "router")
@@ -102,7 +105,10 @@ async def test_unmatched_events_are_acked_and_counted_and_garbage_is_dead_letter
         await publish_event(bus, "evt_2")
 
         async def settled() -> bool:
-            c = await bus.js.consumer_info(subjects.EVENTS, "router")
+            try:
+                c = await bus.js.consumer_info(subjects.EVENTS, "router")
+            except js_errors.NotFoundError:
+                return False  # the router has not created its consumer yet
             return c.num_pending == 0 and c.num_ack_pending == 0
 
         await eventually(settled, message="all three settled")
@@ -113,7 +119,7 @@ async def test_unmatched_events_are_acked_and_counted_and_garbage_is_dead_letter
         assert routed == ["work.a.ticket.created", "work.b.ticket.created"]
         import httpx
 
-        metrics = httpx.get(f"{service.url}/metrics").text
+        metrics = httpx.get(f"{service.ops_url}/metrics").text
         assert 'desk_router_unrouted_total{type="invoice.paid"} 1.0' in metrics
     finally:
         await bus.close()
