@@ -74,6 +74,17 @@ def _key(item: dict[str, Any]) -> str:
     return ids.outbox(str(item["ticket_id"] or item["thread"]), item.get("round") or "r1", action)
 
 
+def approvals(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the approved items the sender acts on, the ids of approvals a redraft overtook).
+
+    An accept that lands just before a new version of the same round (the drafter answering a
+    withdrawn reply's message too) is refused by drafter and sender: the inbox shows it
+    superseded, and the reviewer decides the new version."""
+    decided = [i for i in items if i.get("decision") in ("accept", "edit")]
+    overtaken = [str(i["id"]) for i in decided if i["status"] == "superseded"]
+    return [i for i in decided if i["status"] != "superseded"], overtaken
+
+
 def _trigger(item: dict[str, Any]) -> str:
     return str((item.get("trigger") or {}).get("type") or "")
 
@@ -143,7 +154,7 @@ def outbox(
     refused: int,
 ) -> Line:
     """One outbox row per approval; delivered rows = reply.sent = what the channel took."""
-    approved = [i for i in items if i.get("decision") in ("accept", "edit")]
+    approved, overtaken = approvals(items)
     keys = [r.key for r in rows]
     delivery = Counter(r.delivery for r in rows)
     delivered = {r.key for r in rows if r.delivery == "delivered"}
@@ -168,7 +179,8 @@ def outbox(
         holds,
         "outbox",
         f"rows {len(rows)} = accepted+edited decisions {len(approved)} (reviewer posted accept "
-        f"{run.decisions['accept']}, edit {run.decisions['edit']}): delivered "
+        f"{run.decisions['accept']}, edit {run.decisions['edit']}; overtaken by a redraft "
+        f"{len(overtaken)}{_some(overtaken)}): delivered "
         f"{delivery['delivered']}, withdrawn {delivery['withdrawn']}, failed "
         f"{delivery['failed']}, unsettled {len(unsettled)}{_some(unsettled)}; duplicate keys "
         f"{dup_keys}; reply.sent events {len(set(sent_ids))} for {len(delivered)} delivered "
@@ -197,7 +209,8 @@ def one_reply_per_round(results: list[Result]) -> Line:
 
 def approved_rounds(items: list[dict[str, Any]], results: list[Result]) -> Line:
     """Every approved round ends in exactly one of reply.sent / reply.withdrawn / reply.failed."""
-    approved = Counter(_key(i) for i in items if i.get("decision") in ("accept", "edit"))
+    decided, overtaken = approvals(items)
+    approved = Counter(_key(i) for i in decided)
     endings: dict[str, set[str]] = defaultdict(set)
     for kind in ENDINGS:
         for r in unique(results, kind):
@@ -210,7 +223,8 @@ def approved_rounds(items: list[dict[str, Any]], results: list[Result]) -> Line:
     return (
         not none and not many and not twice and not orphan,
         "approved rounds",
-        f"{len(approved)} approved rounds: sent {ended['reply.sent']}, withdrawn "
+        f"{len(approved)} approved rounds (approvals a redraft overtook, not counted: "
+        f"{len(overtaken)}): sent {ended['reply.sent']}, withdrawn "
         f"{ended['reply.withdrawn']}, failed {ended['reply.failed']}; without an ending "
         f"{len(none)}{_some(none)}; with more than one {len(many)}{_some(many)}; approved twice "
         f"{len(twice)}{_some(twice)}; endings without an approval {len(orphan)}{_some(orphan)}",

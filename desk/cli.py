@@ -355,7 +355,7 @@ def _nats_config(path: Path) -> int:
     return 0
 
 
-def _provision() -> int:
+def _provision(nats_url: str, auth: NatsAuth) -> int:
     from shared.bus import Bus, without_credentials
     from shared.consumer import declared_consumers
     from shared.errors import TransientError
@@ -364,9 +364,7 @@ def _provision() -> int:
     settings = DeskSettings()
 
     async def go() -> dict[str, str]:
-        bus = await Bus.connect(
-            settings.nats_url, service="provision", auth=settings.nats_auth(), reconnect=False
-        )
+        bus = await Bus.connect(nats_url, service="provision", auth=auth, reconnect=False)
         try:
             return dict(
                 await provision(
@@ -382,7 +380,7 @@ def _provision() -> int:
     try:
         changes = asyncio.run(go())
     except TransientError as exc:
-        print(f"desk provision: {exc} ({without_credentials(settings.nats_url)})", file=sys.stderr)
+        print(f"desk provision: {exc} ({without_credentials(nats_url)})", file=sys.stderr)
         return 1
     for name, change in changes.items():
         print(f"{name:<16} {change}")
@@ -417,7 +415,7 @@ def _main(argv: list[str] | None = None) -> int:
     if command == "status":
         return _status(args.json)
     if command == "provision":
-        return _provision()
+        return _with_broker("provision", _provision)
     if command == "nats-config":
         return _nats_config(args.passwords)
     if command == "send-webhook":

@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from pydantic import ValidationError
@@ -51,6 +52,10 @@ log = logging.getLogger(__name__)
 
 SOURCE = "/desk/drafter"
 REDRAFT_AFTER_WITHDRAWAL = "the approved reply was withdrawn: the customer wrote again"
+# The task id under which LangGraph stores a command's resume value and state update before
+# the step they feed runs (`langgraph._internal._constants.NULL_TASK_ID`, private there).
+COMMAND_WRITES = "00000000-0000-0000-0000-000000000000"
+INTERRUPT, ERROR = "__interrupt__", "__error__"  # pending writes that are not a step's result
 
 
 class Drafter:
@@ -83,6 +88,7 @@ class Drafter:
         async with self.ledger.lease(
             f"thread:{work.thread}", ttl=self.lease_ttl, wait=self.lease_wait
         ):
+            await self._finish_cut_off(config)
             state = await self.graph.aget_state(config)
             if state.next and not state.interrupts:
                 await self._run(None, config)  # resume from the node that failed
@@ -116,6 +122,7 @@ class Drafter:
             return
         config = self.config(thread)
         async with self.ledger.lease(f"thread:{thread}", ttl=self.lease_ttl, wait=self.lease_wait):
+            await self._finish_cut_off(config)
             state = await self.graph.aget_state(config)
             values = state.values
             before = (values.get("covered_before") or {}).get(withdrawn_round, "?")
@@ -254,6 +261,7 @@ class Drafter:
         async with self.ledger.lease(
             f"thread:{decision.thread}", ttl=self.lease_ttl, wait=self.lease_wait
         ):
+            await self._finish_cut_off(config)
             state = await self.graph.aget_state(config)
             if state.interrupts:
                 current = state.values.get("version")
@@ -285,6 +293,45 @@ class Drafter:
         # after the model call never calls the model again.
         await self.graph.ainvoke(graph_input, config, context=self.deps, durability="sync")
 
+    async def _finish_cut_off(self, config: RunnableConfig) -> None:
+        """Finish a run the process died in before anything else touches the thread.
+
+        Two moments leave pending writes on the latest checkpoint that only a run with no
+        input (`ainvoke(None)`) applies: a command whose resume value and state update were
+        stored but whose step had not run (a second command would write the same keys again,
+        which LangGraph refuses on this and every later attempt: InvalidUpdateError "Can
+        receive only one value per step"), and a step whose nodes had all written but whose
+        checkpoint had not (the state then shows no next node and no interrupt, and the thread
+        looks finished). Either way the thread would be stuck for good. What the cut-off
+        handler would have published next goes out now (idempotent ids)."""
+        saver = self.graph.checkpointer
+        if not isinstance(saver, BaseCheckpointSaver):
+            return
+        saved = await saver.aget_tuple(config)
+        if saved is None or not any(
+            w[0] == COMMAND_WRITES or w[1] not in (INTERRUPT, ERROR)
+            for w in saved.pending_writes or ()
+        ):
+            return  # waiting for a reviewer, failed in a node (retried as it is), or done
+        log.info(
+            "finishing a run cut off mid-step",
+            extra={"thread_id": config["configurable"]["thread_id"]},
+        )
+        await self._run(None, config)
+        state = await self.graph.aget_state(config)
+        values = state.values
+        if state.interrupts:
+            await self._emit(InboxItem.model_validate(state.interrupts[0].value))
+        elif values.get("outcome") == "withdrawn" and values.get("item"):
+            item = InboxItem.model_validate(values["item"])
+            status = None  # the ticket's status now, as a withdrawal says it
+            if values.get("inline_ticket") is None and item.ticket_id:
+                try:
+                    status = (await self.deps.source.get_ticket(item.ticket_id)).status
+                except PermanentError:
+                    pass  # gone from the helpdesk
+            await self._withdraw(item, str(values.get("withdrawn") or ""), status)
+
     async def _after(self, config: RunnableConfig) -> None:
         state = await self.graph.aget_state(config)
         if state.interrupts:
@@ -298,7 +345,7 @@ class Drafter:
             raise BusinessReject("nothing in the conversation waits for a reply", outcome="quiet")
         log.info("thread finished: %s", outcome, extra={"thread_id": state.values.get("thread")})
 
-    async def _withdraw(self, item: InboxItem, reason: str, ticket_status: str) -> None:
+    async def _withdraw(self, item: InboxItem, reason: str, ticket_status: str | None) -> None:
         withdrawal = Withdrawal(
             item_id=item.id,
             thread=item.thread,

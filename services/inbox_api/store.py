@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import JSON, Column, DateTime, UniqueConstraint, case, func, or_
+from sqlalchemy import JSON, Column, DateTime, UniqueConstraint, and_, case, func, or_
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, select
@@ -227,21 +227,27 @@ def project(engine: Engine, item: InboxItem) -> bool:
 
 
 def supersede_older(engine: Engine, thread: str) -> None:
-    """Every version but the newest that still waits (or waits for its redraft) is superseded.
+    """Every version but the newest that still waits (or waits for its redraft) is superseded,
+    and so is one of the newest's round that was accepted too late: the drafter and the sender
+    refuse a decision on an older version of a round, so no result would ever end it (if the
+    sender did act on it first, its result replaces this status).
 
     Run after each insert, in its own transaction, so whichever of two concurrent inserts
     commits last sees both rows."""
     with Session(engine, expire_on_commit=False) as session:
         newest = session.exec(
-            select(func.max(ItemRow.version)).where(ItemRow.thread == thread)
-        ).one()
+            select(ItemRow).where(ItemRow.thread == thread).order_by(col(ItemRow.version).desc())
+        ).first()
         if newest is None:
             return
         older = session.exec(
             select(ItemRow).where(
                 ItemRow.thread == thread,
-                ItemRow.version < newest,
-                col(ItemRow.status).in_(("waiting", "redrafting")),
+                ItemRow.version < newest.version,
+                or_(
+                    col(ItemRow.status).in_(("waiting", "redrafting")),
+                    and_(col(ItemRow.status) == "sending", col(ItemRow.round) == newest.round),
+                ),
             )
         ).all()
         for old in older:

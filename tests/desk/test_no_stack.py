@@ -32,6 +32,7 @@ def desk(env: dict[str, str], command: list[str]) -> subprocess.CompletedProcess
     [
         ["results", "tail", "--count", "1", "--timeout", "2"],
         ["dlq", "list"],
+        ["provision"],  # it would create streams on whatever answers on the default port
         ["reconcile", "--stale"],
         ["report"],
     ],

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import datetime as dt
 
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from services.drafter.handlers import COMMAND_WRITES
 from shared import ids, subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
@@ -322,3 +325,36 @@ async def test_a_reminder_whose_draft_was_cut_off_publishes_it_after_a_restart(
     [follow_up] = await items(bus)
     assert (follow_up.thread, follow_up.round_kind) == ("T1001", "followup")
     assert await notices(bus, subjects.INBOX_OVERDUE) == []
+
+
+async def test_a_withdrawal_cut_off_mid_step_is_finished_not_stuck_for_good(
+    bus: Bus, harness: Harness
+) -> None:
+    """The drafter died inside the command that withdraws a waiting draft: LangGraph had stored
+    the command's resume value and state update, and the step had not run. A second command on
+    the thread would write the same keys again, which LangGraph refuses on every attempt; the
+    cut-off command is finished instead and the withdrawal goes out."""
+    first = harness.start()
+    await send_event(bus, "T1002", "evt_1")
+    await eventually(lambda: items(bus), timeout=20, message="the draft")
+    first.kill()
+    config = {"configurable": {"thread_id": "T1002"}}
+    path = harness.root / "var" / "drafter-checkpoints.sqlite"
+    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+        saved = await saver.aget_tuple(config)  # type: ignore[arg-type]
+        assert saved is not None
+        cut_off = {"type": "withdraw", "reason": "the ticket was closed"}
+        trigger = {"source": "helpdesk", "type": "ticket.closed", "event_id": "helpdesk:evt_2"}
+        await saver.aput_writes(
+            saved.config, [("__resume__", cut_off), ("trigger", trigger)], COMMAND_WRITES
+        )
+    helpdesk(harness).set_status("T1002", "closed")
+    harness.start()
+    await send_event(bus, "T1002", "evt_2", event_type="ticket.closed")  # its redelivery
+    await eventually(
+        lambda: notices(bus, subjects.INBOX_WITHDRAWN), timeout=20, message="the withdrawal"
+    )
+    [notice] = await notices(bus, subjects.INBOX_WITHDRAWN)
+    withdrawal = Withdrawal.model_validate(notice.data)
+    assert (withdrawal.reason, withdrawal.ticket_status) == ("the ticket was closed", "closed")
+    await eventually(lambda: settled(bus), timeout=20, message="the event handled, not retried")

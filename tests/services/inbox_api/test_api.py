@@ -166,6 +166,33 @@ async def test_a_decision_on_a_version_a_redraft_superseded_gets_409(
     assert detail["versions"][1]["feedback"] == ["shorter"]
 
 
+async def test_an_accept_the_redraft_overtook_ends_superseded_not_sending(
+    api: Api, nats_bus: Bus
+) -> None:
+    """Accepted a moment before v2 of the same round arrived: drafter and sender refuse a
+    decision on an older version of a round, so no result would ever end v1. A sending item of
+    an earlier round is the sender's to end, and stays as it is."""
+    thread, other = new_thread(), new_thread()
+    await waiting(api, nats_bus, draft_item(thread, 1), draft_item(other, 1, round_id="r1"))
+    async with api.client() as client:
+        for item_id in (f"{thread}~v1", f"{other}~v1"):
+            answer = await client.post(
+                f"/api/items/{item_id}/decision", json={"type": "accept", "version": 1}
+            )
+            assert answer.status_code == 202, answer.text
+    await waiting(
+        api, nats_bus, draft_item(thread, 2), draft_item(other, 2, round_id="r2")
+    )  # a redraft of round r1; the next round of the other ticket
+
+    async def settled() -> bool:
+        v1 = await stored(api, f"{thread}~v1")
+        return v1 is not None and v1["status"] == "superseded"
+
+    await eventually(settled, timeout=15, message="the overtaken accept superseded")
+    earlier_round = await stored(api, f"{other}~v1")
+    assert earlier_round is not None and earlier_round["status"] == "sending"
+
+
 async def test_an_older_version_arriving_late_changes_nothing(api: Api, nats_bus: Bus) -> None:
     thread = new_thread()
     await waiting(api, nats_bus, draft_item(thread, 2))
