@@ -204,7 +204,7 @@ def _stack_webhook(var_dir: Path) -> tuple[str, str] | None:
     """(ingress URL, the helpdesk source's dev secret) of the running stack, if there is one."""
     from .webhook import defaults
 
-    url, secret = defaults(var_dir, "helpdesk")
+    url, secret, _ = defaults(var_dir, "helpdesk")
     return (url, secret) if url and secret else None
 
 
@@ -279,7 +279,14 @@ def _notify_stack(command: str, stack: tuple[str, str], event: dict[str, Any]) -
 def _send_webhook(args: argparse.Namespace) -> int:
     from .webhook import SendError, defaults, sample_event, send
 
-    url, secret = defaults(DeskSettings().var_dir.resolve(), args.source)
+    url, secret, known = defaults(DeskSettings().var_dir.resolve(), args.source)
+    if url and not secret and not args.secret:
+        print(
+            f"desk send-webhook: the running stack has no secret for source {args.source!r} "
+            f"(its sources: {', '.join(known) or 'none'}); pass --secret",
+            file=sys.stderr,
+        )
+        return 2
     url, secret = args.url or url, args.secret or secret
     if not url or not secret:
         print(

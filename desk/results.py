@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 from typing import Any
 
 import nats.errors as nats_errors
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.client import JetStreamContext
 
 from shared import subjects
 from shared.bus import Bus, NatsAuth, without_credentials
@@ -46,6 +48,7 @@ async def tail(
         print(f"desk results tail: {exc} ({without_credentials(nats_url)})", file=sys.stderr)
         return 1
     seen = 0
+    sub: JetStreamContext.PullSubscription | None = None
     try:
         config = ConsumerConfig(
             ack_policy=AckPolicy.EXPLICIT,
@@ -75,8 +78,12 @@ async def tail(
                 seen += 1
                 if count and seen >= count:
                     break
-        await sub.unsubscribe()  # else closing drains it, which waits out drain_timeout (30 s)
     finally:
+        # Ctrl-C lands here too (as a cancel): an open pull subscription would make closing
+        # drain it, which waits out drain_timeout (30 s) and makes Ctrl-C look ignored.
+        if sub is not None:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
         await bus.close()
     return 0
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from shared import catalog
 from shared import logging as desk_logging
 from shared.bus import Bus, NatsAuth
@@ -43,6 +45,7 @@ log = logging.getLogger("desk.stack")
 SERVICES = tuple(s.name for s in catalog.SERVICES if s.supervised)
 STATE_FILE = "stack.json"
 STABLE_AFTER = 30.0  # a child that ran this long gets its back-off reset
+READY_WITHIN = 60.0  # seconds the banner waits for every service's /readyz
 
 
 class StackError(RuntimeError):
@@ -99,11 +102,12 @@ class Stack:
             loop.add_signal_handler(sig, self._stop.set)
         if self.settings.helpdesk_kind == "sql" and ensure_demo(self.settings.helpdesk_location()):
             print("demo helpdesk created with 41 tickets", file=sys.stderr)
+        ports = {name: self._port_for(name) for name in SERVICES}  # before anything starts
         try:
             self._start_nats()
             await self._provision()
             for name in SERVICES:
-                port, fixed = self._port_for(name)
+                port, fixed = ports[name]
                 self.children[name] = Child(
                     name, port, free_port(), self.var_dir / "log" / f"{name}.log", fixed=fixed
                 )
@@ -111,7 +115,11 @@ class Stack:
                 await self._spawn(child)
                 child.watcher = asyncio.create_task(self._watch(child))
             self._write_state(creds_path)
-            self._print_banner(creds_path)
+            print("starting the services…", file=sys.stderr, flush=True)
+            waiting = await self._until_ready(READY_WITHIN)
+            if self._stop.is_set():
+                return 0
+            self._print_banner(creds_path, waiting)
             nats_watch = asyncio.create_task(self._watch_nats())
             await self._stop.wait()
             nats_watch.cancel()
@@ -206,10 +214,16 @@ class Stack:
         public routes."""
         if catalog.spec(name).public_port is None:
             return None, False
-        wanted = {"ingress": self.settings.ingress_port, "inbox_api": self.settings.inbox_api_port}
-        port = wanted.get(name, 0)
+        field = {"ingress": "ingress_port", "inbox_api": "inbox_api_port"}.get(name)
+        port = int(getattr(self.settings, field)) if field else 0
         if port and port_free(port):
             return port, True
+        if port and field in self.settings.model_fields_set:
+            # a helpdesk or a reviewer pointed at this port would reach whatever holds it
+            raise StackError(
+                f"port {port} (DESK_{field.upper()}) is busy: stop what holds it, or choose "
+                "another port (0 for any free one)"
+            )
         if port:
             print(f"port {port} is busy; {name} takes a free port instead", file=sys.stderr)
         return free_port(), False
@@ -239,7 +253,15 @@ class Stack:
                 "PYTHONUNBUFFERED": "1",
             }
         )
-        if child.name == "reconciler" and self._viewer_token:
+        if (
+            child.name == "reconciler"
+            and self._viewer_token
+            and not {
+                "DESK_REPORT_TOKEN",
+                "DESK_REVIEWERS",
+            }
+            & set(env)
+        ):  # the dev viewer token, while the dev tokens are the inbox's
             env["DESK_REPORT_TOKEN"] = self._viewer_token  # the report reads the inbox API
         with open(child.log_path, "ab") as out:
             child.proc = await asyncio.create_subprocess_exec(
@@ -364,7 +386,25 @@ class Stack:
     def _update_state(self) -> None:
         self._write_state(self._creds_path)
 
-    def _print_banner(self, creds_path: Path) -> None:
+    async def _until_ready(self, within: float) -> list[str]:
+        """Wait until every service answers /readyz (or Ctrl-C); the ones still not ready."""
+        deadline = time.monotonic() + within
+        pending = list(self.children)
+        async with httpx.AsyncClient(timeout=2) as client:
+            while pending and time.monotonic() < deadline and not self._stop.is_set():
+                for name in list(pending):
+                    try:
+                        answer = await client.get(f"{self.children[name].ops_url}/readyz")
+                    except httpx.HTTPError:
+                        continue
+                    if answer.status_code == 200:
+                        pending.remove(name)
+                if pending:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._stop.wait(), 0.2)
+        return pending
+
+    def _print_banner(self, creds_path: Path, waiting: list[str]) -> None:
         nodes = f"{self.settings.nats_nodes}-node cluster, " if self.settings.nats_nodes > 1 else ""
         nats_note = (
             f"embedded, {nodes}store {self.nats.store_dir}, sync {self.settings.nats_sync}"
@@ -372,7 +412,9 @@ class Stack:
             else "external"
         )
         lines = [
-            "Ambient Desk is up.",
+            "Ambient Desk is up."
+            if not waiting
+            else f"Ambient Desk is up, but not ready yet: {', '.join(waiting)} (see the logs).",
             f"  {'nats':<12} {self.nats_url}  ({nats_note})",
         ]
         hint = {"ingress": "  POST /webhooks/{source}", "inbox_api": "  review inbox"}

@@ -37,6 +37,13 @@ def sample_event(
 
 
 def signed_headers(scheme: str, secret: str, event: dict[str, Any], body: bytes) -> dict[str, str]:
+    try:
+        return _signed_headers(scheme, secret, event, body)
+    except ValueError as exc:  # the message says what is wrong, never the secret itself
+        raise SendError(f"the secret cannot sign a {scheme} webhook: {exc}") from None
+
+
+def _signed_headers(scheme: str, secret: str, event: dict[str, Any], body: bytes) -> dict[str, str]:
     stamp = int(time.time())
     headers = {"Content-Type": "application/json"}
     if scheme == "standard":
@@ -62,17 +69,20 @@ def signed_headers(scheme: str, secret: str, event: dict[str, Any], body: bytes)
     return headers
 
 
-def defaults(var_dir: Path, source: str) -> tuple[str | None, str | None]:
-    """(ingress URL, the source's dev secret) from the running stack, where there is one."""
+def defaults(var_dir: Path, source: str) -> tuple[str | None, str | None, list[str]]:
+    """(ingress URL, the source's dev secret, the dev sources) from the running stack, where
+    there is one."""
     url = secret = None
+    known: list[str] = []
     try:
         state = json.loads((var_dir / STATE_FILE).read_text())
         url = state["services"]["ingress"]["url"]
         creds = json.loads(Path(state["credentials"]).read_text())
+        known = sorted(creds.get("webhook_secrets", {}))
         secret = creds.get("webhook_secrets", {}).get(source)
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, AttributeError):
         pass
-    return url, secret
+    return url, secret, known
 
 
 def send(

@@ -130,7 +130,11 @@ def authorize(request: Request, role: Literal["viewer", "reviewer"]) -> store.Re
     reviewer = _inbox(request).reviewers.authenticate(token)
     if reviewer is None:
         attempt_refused(edge.throttle, client, "API token")
-        return error(401, "a reviewer token is required", headers={"WWW-Authenticate": "Bearer"})
+        return error(
+            401,
+            "this token is not a reviewer's (unknown, or removed from DESK_REVIEWERS)",
+            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+        )
     if role == "reviewer" and reviewer.role != "reviewer":
         return error(403, "this token may read the inbox but not decide")
     return reviewer

@@ -126,6 +126,8 @@ async def build(
     if inbox_url and token:
         try:
             report["inbox"] = await inbox_figures(inbox_url, token, start)
+        except httpx.HTTPStatusError as exc:  # e.g. 401: DESK_REPORT_TOKEN is not a token
+            report["inbox"] = {"unavailable": f"HTTP {exc.response.status_code}"}
         except (httpx.HTTPError, ValueError, KeyError) as exc:
             report["inbox"] = {"unavailable": exc.__class__.__name__}
     return report

@@ -324,7 +324,10 @@ async def test_wrong_token_and_unknown_item(
 ) -> None:
     assert inbox.run("list", token="not-a-token") == 1
     captured = capsys.readouterr()
-    assert captured.err.strip() == "desk inbox list: 401 a reviewer token is required"
+    assert captured.err.strip() == (
+        "desk inbox list: 401 this token is not a reviewer's (unknown, or removed from "
+        "DESK_REVIEWERS)"
+    )
     assert "not-a-token" not in captured.out + captured.err
     assert inbox.run("show", "T9999~v1") == 1
     assert capsys.readouterr().err.strip() == "desk inbox show: 404 no such item"

@@ -147,6 +147,13 @@ def all_healthy(stack: Stack) -> bool:
 
 async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> None:
     supervisor = stack.up()
+    await eventually(
+        lambda: "Ambient Desk is up" in stack.log.read_text(), timeout=90, message="the banner"
+    )
+    said = stack.log.read_text()
+    assert said.index("starting the services") < said.index("Ambient Desk is up.")
+    status = stack.status()  # the banner comes once every service is ready, not before
+    assert all(s["healthy"] for s in status["services"].values()), status
     await eventually(lambda: all_healthy(stack), timeout=60, message="six healthy services")
 
     status = stack.status()

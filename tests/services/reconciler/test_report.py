@@ -78,6 +78,19 @@ async def test_the_report_lists_a_dead_letter_and_the_oldest_waiting_item(
         assert "Dead letters: 1" in done.stdout
         [posted] = fake_channel.requests
         assert json.loads(posted["body"])["text"] == done.stdout.strip()
+
+        # a token the inbox does not know: the report says which answer it got
+        refused = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "desk", "report"],
+            cwd=ROOT,
+            env={**clean, **env, "DESK_INBOX_URL": inbox.url, "DESK_REPORT_TOKEN": "not-a-token"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert refused.returncode == 0, refused.stderr
+        assert "Inbox: unavailable (HTTP 401)" in refused.stdout
         [report] = [
             Envelope.model_validate_json(m.data) for m in await messages(bus.js, subjects.RESULTS)
         ]
