@@ -184,6 +184,7 @@ def start_stack(
         {
             **(extra or {}),
             "DESK_RECONCILE_INTERVAL": "2",
+            "DESK_RECONCILE_GRACE": "2",  # tickets only the reconciler finds are found quickly
             "DESK_RETRY_INITIAL": "0.3",
             "DESK_ACK_WAIT": "5",
             "DESK_MAX_DELIVER": "20",

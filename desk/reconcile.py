@@ -75,6 +75,7 @@ async def _run(command: str, stale: bool, settings: ReconcilerSettings) -> int:
         run = await jobs.backfill()
         print(
             f"scanned {run.scanned} tickets, {run.gaps} without an event, "
+            f"{run.deferred} too recent to judge, "
             f"{run.backfilled} backfilled"
         )
         if stale:

@@ -314,6 +314,11 @@ class ReconcilerSettings(HelpdeskSettings):
         default=None, description="where the very first backfill starts (default: start time)"
     )
     reconcile_page_size: int = Field(default=100, ge=1, le=1000)
+    reconcile_grace: float = Field(
+        default=120.0,
+        ge=0,
+        description="seconds a changed ticket may wait for its webhook before it counts as lost",
+    )
     stale_days: int = Field(default=20, ge=1)
     stale_cron: str = "0 9 * * *"
     report_cron: str = "0 17 * * *"

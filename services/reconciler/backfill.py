@@ -2,8 +2,11 @@
 
 Pages through tickets changed since the stored cursor minus a look-back margin, compares each
 with the processed-ledger, publishes the missing ones, and advances the cursor only after the
-page's publishes are acknowledged: a crash mid-page repeats that page, harmlessly, since the
-msg id `reconciler:ticket.created:<id>` makes a repeat (or a second replica) a duplicate.
+page's publishes are acknowledged. A ticket changed within the last `grace` seconds is not
+judged yet (its webhook may be on its way: counting it would report a loss that is only a
+delay), and the cursor stays before it so that a later run looks again. A crash mid-page
+repeats that page, harmlessly, since the msg id `reconciler:ticket.created:<id>` makes a repeat
+(or a second replica) a duplicate.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ LAST_SUCCESS = Gauge(
 @dataclass
 class Run:
     scanned: int = 0
+    deferred: int = 0  # changed within the grace period, not yet announced: looked at again
     gaps: int = 0
     backfilled: int = 0
 
@@ -86,9 +90,11 @@ async def backfill(
     lookback: float,
     page_size: int,
     first_since: dt.datetime,
+    grace: float = 0.0,
 ) -> Run:
     started = time.monotonic()
     run = Run()
+    horizon = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=grace)
     cursor = await state.get_time(CURSOR)
     since = (cursor - dt.timedelta(seconds=lookback)) if cursor else first_since
     page_cursor: str | None = None
@@ -99,13 +105,16 @@ async def backfill(
             SCANNED.inc()
             if await ledger.seen(ids.seen(CREATED, ticket.id)):
                 continue
+            if ticket.updated_at > horizon:
+                run.deferred += 1  # too recent to call lost
+                continue
             run.gaps += 1
             GAPS.labels(CREATED).inc()
             if await publish_ticket_event(bus, ticket, CREATED, ids.reconciler(CREATED, ticket.id)):
                 run.backfilled += 1
                 BACKFILLED.inc()
         if page.tickets:  # every publish of the page is acknowledged: advance
-            newest = max(t.updated_at for t in page.tickets)
+            newest = min(max(t.updated_at for t in page.tickets), horizon)
             if cursor is None or newest > cursor:
                 cursor = newest
                 await state.set_time(CURSOR, newest)

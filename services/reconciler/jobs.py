@@ -39,6 +39,7 @@ class Jobs:
             self.state,
             lookback=s.reconcile_lookback,
             page_size=s.reconcile_page_size,
+            grace=s.reconcile_grace,
             first_since=s.reconcile_since
             or self.started_at - dt.timedelta(seconds=s.reconcile_lookback),
         )

@@ -65,6 +65,7 @@ class Stack:
                 "DESK_INGRESS_PORT": "0",
                 "DESK_INBOX_API_PORT": "0",
                 "DESK_RECONCILE_INTERVAL": "2",
+                "DESK_RECONCILE_GRACE": "1",
             }
         )
         self.log = root / "desk-up.log"
