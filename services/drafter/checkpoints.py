@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -28,10 +29,33 @@ async def open_checkpointer(
     url = postgres_url(database_url)
     if url is not None:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
 
-        async with AsyncPostgresSaver.from_conn_string(url) as saver:
-            await saver.setup()  # idempotent
-            yield saver
+        # A pool that checks each connection before lending it: after a PostgreSQL restart or
+        # failover (every backend terminated) the next run gets a new connection instead of
+        # "the connection is closed" on every ticket from then on. The settings are the ones
+        # AsyncPostgresSaver.from_conn_string uses; the application name says which process.
+        pool = AsyncConnectionPool(
+            url,
+            min_size=1,
+            max_size=4,
+            open=False,
+            check=AsyncConnectionPool.check_connection,
+            kwargs={
+                "autocommit": True,
+                "prepare_threshold": 0,
+                "row_factory": dict_row,
+                "application_name": f"desk-drafter-{os.getpid()}",
+            },
+        )
+        await pool.open(wait=True)
+        try:
+            postgres = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+            await postgres.setup()  # idempotent
+            yield postgres
+        finally:
+            await pool.close()
         return
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 

@@ -10,9 +10,10 @@ import pytest
 
 from desk.natsserver import NatsServer
 from services.drafter.checkpoints import postgres_url
+from shared import subjects
 from shared.bus import Bus
 from tests.fakellm import FakeLLM
-from tests.helpers import eventually
+from tests.helpers import eventually, messages
 from tests.postgres import POSTGRES_URL, fresh_schema, url_in
 
 from .conftest import Harness, decide, items, send_event
@@ -76,3 +77,29 @@ async def test_threads_survive_a_restart_in_postgres(
 
 async def _at_least(bus: Bus, n: int) -> bool:
     return len(await items(bus)) >= n
+
+
+async def test_threads_go_on_after_postgresql_dropped_every_connection(
+    bus: Bus, nats_server: NatsServer, tmp_path: Path, fake_llm: FakeLLM, postgres_schema: str
+) -> None:
+    """What a PostgreSQL restart or failover does: every backend terminated. The drafter must
+    get new connections by itself, not dead-letter every ticket from then on."""
+    harness = Harness(nats_server, tmp_path, fake_llm)
+    harness.env["DESK_DATABASE_URL"] = url_in(postgres_schema)
+    try:
+        drafter = harness.start()
+        await send_event(bus, "T1041", "evt_before")
+        await eventually(lambda: items(bus), timeout=20, message="the first draft")
+        assert drafter.proc is not None
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            [(terminated,)] = conn.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name = %s",
+                (f"desk-drafter-{drafter.proc.pid}",),
+            ).fetchall()
+        assert terminated >= 1
+        await send_event(bus, "T1002", "evt_after")
+        await eventually(lambda: _at_least(bus, 2), timeout=30, message="the draft after")
+        assert await messages(bus.js, subjects.DLQ) == []
+    finally:
+        harness.stop_all()
