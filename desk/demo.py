@@ -26,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
+
 from services.reconciler.report import stored_since
 from services.sender import store as outbox
 from shared import subjects
@@ -36,7 +38,7 @@ from shared.source.events import message_event
 from .helpdesk import add_message
 from .inbox import Client, InboxError
 from .stack import STATE_FILE
-from .webhook import sample_event, send
+from .webhook import SendError, sample_event, send
 
 T = TypeVar("T")
 EDITED_BODY = "Your invoice, with your VAT number on it, is attached to this email."
@@ -85,6 +87,15 @@ def start_stack(var_dir: Path) -> tuple[subprocess.Popen[bytes], dict[str, Any],
     return stack, state, creds
 
 
+def _answers(url: str) -> bool:
+    """The server at `url` answers HTTP at all (a 404 for `/` is an answer)."""
+    try:
+        httpx.get(url, timeout=2)
+    except httpx.HTTPError:
+        return False
+    return True
+
+
 def run_scenario(state: dict[str, Any], creds: dict[str, Any], var_dir: Path) -> int:
     ingress = state["services"]["ingress"]["url"]
     secret = creds["webhook_secrets"]["helpdesk"]
@@ -94,7 +105,8 @@ def run_scenario(state: dict[str, Any], creds: dict[str, Any], var_dir: Path) ->
     answers: dict[str, list[bool]] = {}
     for ticket, repeat in (("T1012", 2), ("T1041", 1), ("T1003", 1), ("T1005", 1), ("T9999", 1)):
         event = sample_event("ticket.created", ticket, "normal", f"evt_demo_{ticket}")
-        wait("ingress", lambda: inbox.items({}))  # the stack answers
+        wait("the inbox", lambda: inbox.items({}))  # the stack answers
+        wait("ingress", functools.partial(_answers, ingress))
         for status, body in send(
             url=ingress,
             source="helpdesk",
@@ -230,7 +242,7 @@ def main(args: argparse.Namespace) -> int:
     stack, state, creds = start_stack(var_dir)
     try:
         return run_scenario(state, creds, var_dir)
-    except (TimeoutError, InboxError) as exc:
+    except (TimeoutError, InboxError, SendError) as exc:
         print(f"desk demo: {exc} (logs in {var_dir / 'log'})", file=sys.stderr)
         return 1
     finally:

@@ -20,7 +20,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -46,8 +46,10 @@ class Service:
         routes: Sequence[BaseRoute] = (),
         exception_handlers: Mapping[Any, ExceptionHandler] | None = None,
         state: Mapping[str, Any] | None = None,
+        checks: Mapping[str, Callable[[], Awaitable[bool]]] | None = None,
     ) -> None:
         self.settings = settings
+        self.checks = dict(checks or {})  # more of /readyz: what else the service depends on
         self.name = settings.service
         self.bus: Bus | None = None
         self.runtimes: list[ConsumerRuntime] = []
@@ -127,11 +129,17 @@ class Service:
     async def ready_checks(self) -> dict[str, bool]:
         bus = self.bus
         connected = bus is not None and bus.connected
-        return {
+        found = {
             "nats": connected,
             "streams": connected and await self._streams_present(),
             "accepting": not self._draining,
         }
+        for name, check in self.checks.items():
+            try:
+                found[name] = await check()
+            except Exception:  # a check that cannot answer says "not ready", never a 500
+                found[name] = False
+        return found
 
     async def _streams_present(self) -> bool:
         assert self.bus is not None

@@ -22,6 +22,19 @@ def postgres_url(database_url: str | None) -> str | None:
     return f"postgresql://{rest}"
 
 
+async def reachable(saver: BaseCheckpointSaver[str]) -> bool:
+    """Whether the checkpoint store answers now (for /readyz): a pooled PostgreSQL connection
+    within 2 s; SQLite is a local file."""
+    from psycopg_pool import AsyncConnectionPool
+
+    pool = getattr(saver, "conn", None)
+    if not isinstance(pool, AsyncConnectionPool):
+        return True
+    async with pool.connection(timeout=2.0) as conn:
+        await conn.execute("SELECT 1")
+    return True
+
+
 @contextlib.asynccontextmanager
 async def open_checkpointer(
     database_url: str | None, var_dir: Path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 
 from shared import catalog
@@ -12,7 +13,7 @@ from shared.service import Service
 from shared.settings import DrafterSettings
 from shared.source.configured import open_configured
 
-from .checkpoints import open_checkpointer
+from .checkpoints import open_checkpointer, reachable
 from .graph import Deps, build_graph
 from .handlers import Drafter
 from .model import make_model
@@ -38,7 +39,8 @@ async def run(settings: DrafterSettings) -> None:
             open_checkpointer(settings.database_url, settings.var_dir)
         )
         graph = build_graph().compile(checkpointer=checkpointer)
-        svc = await stack.enter_async_context(Service(settings))
+        checks = {"database": functools.partial(reachable, checkpointer)}
+        svc = await stack.enter_async_context(Service(settings, checks=checks))
         if isinstance(model, OfflineDraftModel):
             log.info("no LLM endpoint configured: drafting with the built-in offline model")
         else:

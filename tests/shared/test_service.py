@@ -85,3 +85,29 @@ async def test_the_public_server_carries_only_the_services_routes(tmp_path: Path
             service.request_stop()
     finally:
         nats.kill()
+
+
+async def test_a_dependency_the_service_declares_decides_readiness_too(tmp_path: Path) -> None:
+    """A store the service cannot reach (the drafter's database) makes it not ready, whether
+    the check says so or cannot answer at all; health stays fine."""
+    nats = NatsServer(tmp_path / "nats", sync_always=False)
+    nats.start()
+    database = {"up": True}
+
+    async def reachable() -> bool:
+        if not database["up"]:
+            raise OSError("connection refused")
+        return True
+
+    settings = ProbeSettings(nats_url=nats.url, http_port=0, _env_file=None)
+    try:
+        async with Service(settings, checks={"database": reachable}) as service:
+            async with httpx.AsyncClient(base_url=service.ops.url) as client:
+                ready = await client.get("/readyz")
+                assert ready.status_code == 200 and ready.json()["checks"]["database"] is True
+                database["up"] = False
+                down = await client.get("/readyz")
+                assert down.status_code == 503 and down.json()["checks"]["database"] is False
+                assert (await client.get("/healthz")).status_code == 200
+    finally:
+        nats.kill()

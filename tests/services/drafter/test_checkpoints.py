@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 
@@ -101,5 +102,7 @@ async def test_threads_go_on_after_postgresql_dropped_every_connection(
         await send_event(bus, "T1002", "evt_after")
         await eventually(lambda: _at_least(bus, 2), timeout=30, message="the draft after")
         assert await messages(bus.js, subjects.DLQ) == []
+        ready = httpx.get(f"{drafter.ops_url}/readyz", timeout=5).json()
+        assert ready["checks"]["database"] is True, ready
     finally:
         harness.stop_all()
