@@ -116,6 +116,10 @@ class Consumer:
         )
 
 
+DEAD_LETTER_REASONS = ("undecodable", "permanent", "retries_exhausted")
+OUTCOMES = ("acked", "rejected", "retried", "handed_back", "dead_lettered")
+
+
 class ConsumerRuntime:
     """Runs one `Consumer` inside one service process."""
 
@@ -141,6 +145,13 @@ class ConsumerRuntime:
         labels = (service, consumer.name)
         self._in_flight = metrics.IN_FLIGHT.labels(*labels)
         self._seconds = metrics.HANDLER_SECONDS.labels(*labels)
+        # Every series this consumer can produce exists from the start at 0: a counter that
+        # appears only at its first event makes `increase()` miss that event (a dashboard's
+        # "dead letters (24h)" read 0 while two existed).
+        for reason in DEAD_LETTER_REASONS:
+            metrics.DEAD_LETTERS.labels(*labels, reason)
+        for outcome in OUTCOMES:
+            metrics.MESSAGES.labels(*labels, outcome)
 
     async def start(self) -> None:
         if self.create:

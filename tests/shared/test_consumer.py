@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+from prometheus_client import REGISTRY
+
 from shared import subjects
 from shared.bus import Bus
 from shared.consumer import Consumer, ConsumerRuntime, Delivery
@@ -203,3 +205,19 @@ async def test_concurrency_is_bounded(bus: Bus) -> None:
             await publish(bus, {"n": i}, msg_id=f"m{i}")
         await eventually(lambda: done == 30, message="all 30 handled")
     assert peak == 3
+
+
+async def test_every_outcome_series_exists_at_zero_before_the_first_message(bus: Bus) -> None:
+    """A counter that appears only at its first event makes `increase()` miss that event (the
+    dashboard's "Dead letters (24h)" read 0 while two existed)."""
+
+    async def never(delivery: Delivery[Any]) -> None:
+        raise AssertionError("no message is sent")
+
+    async with running(bus, consumer(never, name="zeroes")):
+        for reason in ("undecodable", "permanent", "retries_exhausted"):
+            labels = {"service": "svc", "consumer": "zeroes", "reason": reason}
+            assert REGISTRY.get_sample_value("desk_dead_letters_total", labels) == 0.0, reason
+        for outcome in ("acked", "rejected", "retried", "handed_back", "dead_lettered"):
+            labels = {"service": "svc", "consumer": "zeroes", "outcome": outcome}
+            assert REGISTRY.get_sample_value("desk_messages_total", labels) == 0.0, outcome
