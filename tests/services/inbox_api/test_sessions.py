@@ -66,29 +66,32 @@ def var_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def inbox(inbox_nats: NatsServer, var_dir: Path) -> Iterator[Running]:
     """The inbox with alice and bob as reviewers."""
-    env = {
-        "DESK_NATS_URL": inbox_nats.url,
-        "DESK_VAR_DIR": str(var_dir / "var"),
-        "DESK_REVIEWERS": reviewers(("alice", "reviewer", ALICE), ("bob", "reviewer", BOB)),
-        "DESK_AUTH_BURST": str(BURST),
-    }
-    yield from _started(env, var_dir / "inbox_api.log")
+    yield from _started(
+        inbox_nats,
+        var_dir,
+        "inbox_api",
+        DESK_REVIEWERS=reviewers(("alice", "reviewer", ALICE), ("bob", "reviewer", BOB)),
+        DESK_AUTH_BURST=str(BURST),
+    )
 
 
 @pytest.fixture(scope="module")
 def rollout(inbox: Running, inbox_nats: NatsServer, var_dir: Path) -> Iterator[Running]:
     """A second replica on the same database with a new configuration, as during a rollout:
     bob's token is removed, alice is demoted to viewer, carol is new; sessions last 2 s."""
-    env = {
-        "DESK_NATS_URL": inbox_nats.url,
-        "DESK_VAR_DIR": str(var_dir / "var"),
-        "DESK_REVIEWERS": reviewers(("alice", "viewer", ALICE), ("carol", "reviewer", CAROL)),
-        "DESK_SESSION_LIFETIME": str(LIFETIME),
-    }
-    yield from _started(env, var_dir / "inbox_api-rollout.log")
+    yield from _started(
+        inbox_nats,
+        var_dir,
+        "inbox_api-rollout",
+        DESK_REVIEWERS=reviewers(("alice", "viewer", ALICE), ("carol", "reviewer", CAROL)),
+        DESK_SESSION_LIFETIME=str(LIFETIME),
+    )
 
 
-def _started(env: dict[str, str], log: Path) -> Iterator[Running]:
+def _started(nats: NatsServer, var_dir: Path, name: str, **settings: str) -> Iterator[Running]:
+    """An inbox_api replica; all of them share one database (and so the inbox's consumer)."""
+    env = {"DESK_NATS_URL": nats.url, "DESK_VAR_DIR": str(var_dir / "var"), **settings}
+    log = var_dir / f"{name}.log"
     process = ServiceProcess(["inbox_api"], env, log).start()
     try:
         yield Running(process.url, log)
@@ -266,14 +269,14 @@ async def test_wrong_tokens_in_a_row_from_one_address_get_429(inbox: Running) ->
 @pytest.fixture(scope="module")
 def proxied(inbox_nats: NatsServer, var_dir: Path) -> Iterator[Running]:
     """An inbox behind a proxy at 127.0.0.9, as behind a Kubernetes Ingress controller."""
-    env = {
-        "DESK_NATS_URL": inbox_nats.url,
-        "DESK_VAR_DIR": str(var_dir / "var"),  # one database: replicas share the consumer
-        "DESK_REVIEWERS": reviewers(("alice", "reviewer", ALICE)),
-        "DESK_AUTH_BURST": str(BURST),
-        "DESK_FORWARDED_ALLOW_IPS": "127.0.0.9",
-    }
-    yield from _started(env, var_dir / "inbox_api-proxied.log")
+    yield from _started(
+        inbox_nats,
+        var_dir,
+        "inbox_api-proxied",
+        DESK_REVIEWERS=reviewers(("alice", "reviewer", ALICE)),
+        DESK_AUTH_BURST=str(BURST),
+        DESK_FORWARDED_ALLOW_IPS="127.0.0.9",
+    )
 
 
 async def test_behind_a_trusted_proxy_each_client_is_throttled_on_its_own(
