@@ -1,6 +1,7 @@
 """The chaos harness: the real stack (`desk up`), a seeded workload, an auto-reviewer, faults.
 
-    python -m chaos [--events N] [--seed S] [--deadline SECONDS] [--cluster] [--keep]
+    python -m chaos [--events N] [--seed S] [--deadline SECONDS] [--cluster] [--postgres [URL]]
+                    [--keep]
 
 1. Starts fakes in this process (an OpenAI-compatible LLM, a delivery channel), then the whole
    stack as `python -m desk up` in a temporary var dir, pointed at them.
@@ -20,7 +21,9 @@
    SIGKILL nats-server once (the supervisor restarts it on the same store), make the LLM answer
    503 for a while, make the channel answer 503 for a while. With `--cluster` the broker is a
    three-node JetStream cluster with R3 streams, and the node killed is the one leading the
-   events stream at that moment.
+   events stream at that moment. With `--postgres` every service keeps its state in a fresh
+   database on a real PostgreSQL server (DESK_DATABASE_URL), and one more fault is an outage of
+   it: every connection terminated, new ones refused for a few seconds, nothing restarted.
 6. Waits until quiescent (or the deadline), prints one PASS/FAIL line per invariant (the
    conversation ones from chaos/rounds.py) and exits 0 only if all hold. The stack is always
    stopped (SIGINT to the supervisor).
@@ -55,7 +58,7 @@ from desk.helpdesk import ensure_demo
 from shared import catalog
 from shared.source.events import ticket_event
 
-from . import conversations, rounds, stale
+from . import conversations, postgres, rounds, stale
 from .channel import ThreadedChannel
 from .state import OPEN, Run, log
 from .webhooks import post_event
@@ -448,6 +451,8 @@ def decide(run: Run, client: httpx.Client, item: dict[str, Any]) -> None:
 def injector(run: Run, llm: Any, channel: ThreadedChannel, seed: int) -> None:
     rng = random.Random(f"{seed}/faults")
     faults = [f"kill:{s}" for s in SERVICES] + ["kill:nats", "llm:503", "channel:503"]
+    if run.database_url:
+        faults.append("postgres:outage")
     rng.shuffle(faults)
     # start once the first events are in flight
     while run.sends < max(3, run.events // 10) and not run.sending_done.is_set():
@@ -482,6 +487,8 @@ def injector(run: Run, llm: Any, channel: ThreadedChannel, seed: int) -> None:
             llm.fail_next(503, times=times)
             run.faults.append(f"LLM 503 x{times}")
             log(f"LLM answers 503 to the next {times} requests")
+        elif kind == "postgres":
+            database_outage(run, rng.uniform(3.0, 8.0))
         elif kind == "channel":
             seconds = rng.uniform(3.0, 6.0)
             channel.fail_for(seconds)
@@ -510,6 +517,18 @@ def kill_broker(run: Run) -> None:
     log(f"SIGKILL {what} pid {pid}")
     if not _wait(run, lambda: nats_pids(run.var).get(name, pid) != pid, 40):
         run.fault_problems.append(f"nats-server {name} was not restarted within 40s")
+
+
+def database_outage(run: Run, seconds: float) -> None:
+    """What a PostgreSQL restart or failover does: every connection terminated and new ones
+    refused for `seconds`; no service is restarted."""
+    assert run.database_url
+    with postgres.outage(run.database_url) as swept:
+        run.stop.wait(seconds)
+    run.faults.append(f"PostgreSQL outage {seconds:.1f}s ({sum(swept)} connections terminated)")
+    log(f"PostgreSQL refused connections for {seconds:.1f}s; {sum(swept)} terminated")
+    if not sum(swept):
+        run.fault_problems.append("the PostgreSQL outage found no connection to terminate")
 
 
 def _wait(run: Run, check: Any, timeout: float) -> bool:
@@ -662,8 +681,27 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="a three-node JetStream cluster with R3 streams instead of one nats-server",
     )
+    parser.add_argument(
+        "--postgres",
+        nargs="?",
+        const=postgres.SERVER_URL,
+        metavar="URL",
+        help="keep every service's state in a fresh database on this PostgreSQL server "
+        f"(default {postgres.SERVER_URL}) and add an outage of it to the faults",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the var dir even on success")
     args = parser.parse_args(argv)
+    if args.postgres:
+        why = postgres.answers(args.postgres)
+        if why is not None:
+            print(f"chaos: no PostgreSQL at {args.postgres}: {why}", file=sys.stderr)
+            return 2
+        with postgres.fresh_database(args.postgres, prefix="desk_chaos") as url:
+            return _main(args, url)
+    return _main(args, None)
+
+
+def _main(args: argparse.Namespace, database_url: str | None) -> int:
 
     from tests.fakellm import FakeLLM  # the test suite's real OpenAI-compatible server
 
@@ -672,7 +710,9 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     ops = plan(args.events, rng)
     steps = conversations.assign(ops, args.seed)
-    run = Run(args.seed, args.events, args.deadline, var, cluster=args.cluster)
+    run = Run(
+        args.seed, args.events, args.deadline, var, cluster=args.cluster, database_url=database_url
+    )
     log(f"var dir {var}; {len(ops)} workload steps, seed {args.seed}")
     llm = FakeLLM().start()
     channel = ThreadedChannel().start()
@@ -684,7 +724,11 @@ def main(argv: list[str] | None = None) -> int:
             llm.url,
             channel.url,
             3 if args.cluster else 1,
-            {"DESK_STALE_DAYS": str(stale.STALE_DAYS), "DESK_STALE_CRON": stale.NEVER},
+            {
+                "DESK_STALE_DAYS": str(stale.STALE_DAYS),
+                "DESK_STALE_CRON": stale.NEVER,
+                **({"DESK_DATABASE_URL": database_url} if database_url else {}),
+            },
         )
         run.ingress = state["services"]["ingress"]["url"]
         run.inbox = state["services"]["inbox_api"]["url"]
@@ -797,7 +841,7 @@ def report(
 
     lines: list[tuple[bool, str, str]] = []
     items = all_items(run)
-    engine = make_engine(database_url(None, run.var, "sender"))
+    engine = make_engine(database_url(run.database_url, run.var, "sender"))
     try:
         rows = outbox_rows(engine)
     finally:
@@ -891,7 +935,7 @@ def report(
     # 11. every planned fault was injected and recovered from
     lines.append(
         (
-            len(run.faults) == 9 and not run.fault_problems,
+            len(run.faults) == 9 + bool(run.database_url) and not run.fault_problems,
             "faults",
             f"{len(run.faults)} injected: {', '.join(run.faults)}"
             f"{'; problems: ' + '; '.join(run.fault_problems) if run.fault_problems else ''}",
@@ -925,6 +969,7 @@ def report(
         f"409s {run.decision_conflicts}, errors {dict(run.decision_errors)}; faults "
         f"{len(run.faults)}; broker "
         f"{'a three-node cluster, R3 streams' if run.cluster else 'one nats-server'}; "
+        f"database {'PostgreSQL' if run.database_url else 'SQLite'}; "
         f"wall time {time.monotonic() - started:.0f}s",
         flush=True,
     )

@@ -28,6 +28,7 @@ class Run:
     deadline: float
     var: Path
     cluster: bool = False
+    database_url: str | None = None  # PostgreSQL (the --postgres variant); None: SQLite files
     admin_url: str = ""
     ingress: str = ""
     inbox: str = ""

@@ -228,7 +228,8 @@ class Stack:
             print(f"port {port} is busy; {name} takes a free port instead", file=sys.stderr)
         return free_port(), False
 
-    async def _spawn(self, child: Child) -> None:
+    def child_env(self, child: Child) -> dict[str, str]:
+        """The environment `child` runs with: this process's, plus what the stack decides."""
         env = dict(os.environ)
         env.pop("DESK_HTTP_PORT", None)  # only the children with public routes get one
         inbox_url = self.children["inbox_api"].url
@@ -263,6 +264,10 @@ class Stack:
             & set(env)
         ):  # the dev viewer token, while the dev tokens are the inbox's
             env["DESK_REPORT_TOKEN"] = self._viewer_token  # the report reads the inbox API
+        return env
+
+    async def _spawn(self, child: Child) -> None:
+        env = self.child_env(child)
         with open(child.log_path, "ab") as out:
             child.proc = await asyncio.create_subprocess_exec(
                 sys.executable,

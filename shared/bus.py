@@ -164,6 +164,8 @@ class Bus:
     ) -> Bus:
         """Connect once; raise `TransientError` if the broker does not answer."""
         gauge = metrics.NATS_CONNECTED.labels(service)
+        for result in metrics.PUBLISH_RESULTS:  # every series exists at 0 (see shared.metrics)
+            metrics.PUBLISHES.labels(service, result)
 
         async def on_error(exc: Exception) -> None:
             # Permission violations only ever show up here (the request itself times out).

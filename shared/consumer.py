@@ -9,6 +9,9 @@ consumer, runs the handler with bounded concurrency, and maps the outcome:
 | `BusinessReject`           | ack, counted as rejected, never retried                   |
 | `TransientError` (or a bug)| nak with the retry policy's delay; on the last allowed    |
 |                            | delivery: dead letter, then term                          |
+| `Unavailable`, or the      | hold the message (in-progress heartbeats) and run the     |
+| database unreachable       | handler again after the backoff or Retry-After: no        |
+|                            | attempt spent, never dead-lettered; handed back on stop   |
 | `PermanentError`           | dead letter, then term, on the first attempt              |
 | undecodable bytes          | dead letter, then term; the handler is never called       |
 
@@ -33,12 +36,12 @@ import nats.js.errors as js_errors
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from . import catalog, envelope, ids, metrics, subjects
+from . import catalog, db, envelope, ids, metrics, subjects
 from . import headers as h
 from . import logging as desk_logging
 from .bus import Bus
 from .catalog import ConsumerSpec
-from .errors import BusinessReject, PermanentError, TransientError
+from .errors import BusinessReject, PermanentError, TransientError, Unavailable
 from .retry import RetryPolicy
 from .streams import ensure_consumer
 
@@ -116,6 +119,9 @@ class Consumer:
         )
 
 
+# Waiting for a dependency backs off like a retry, but only this many steps: the next try
+# stays within a few seconds of the dependency's return (or of its Retry-After).
+WAIT_STEPS = 4
 DEAD_LETTER_REASONS = ("undecodable", "permanent", "retries_exhausted")
 OUTCOMES = ("acked", "rejected", "retried", "handed_back", "dead_lettered")
 
@@ -145,6 +151,7 @@ class ConsumerRuntime:
         labels = (service, consumer.name)
         self._in_flight = metrics.IN_FLIGHT.labels(*labels)
         self._seconds = metrics.HANDLER_SECONDS.labels(*labels)
+        self._waiting = metrics.WAITING.labels(*labels)
         # Every series this consumer can produce exists from the start at 0: a counter that
         # appears only at its first event makes `increase()` miss that event (a dashboard's
         # "dead letters (24h)" read 0 while two existed).
@@ -280,26 +287,70 @@ class ConsumerRuntime:
         started = time.monotonic()
         self._in_flight.inc()
         try:
-            await c.handler(delivery)
-        except BusinessReject as exc:
-            log.info("rejected: %s", exc, extra={"outcome": exc.outcome})
-            await self._settle(msg, "ack", "rejected")
-        except PermanentError as exc:
-            await self._dead_letter(msg, "permanent", _describe(exc))
-        except TransientError as exc:
-            await self._retry(msg, delivery.attempt, exc, exc.retry_after)
-        except asyncio.CancelledError:
-            await self._settle(msg, "nak", "handed_back")
-            raise
-        except Exception as exc:
-            log.exception("handler failed unexpectedly; retrying")
-            await self._retry(msg, delivery.attempt, exc, None)
-        else:
-            await self._settle(msg, "ack", "acked")
+            waits = 0
+            while True:  # once, or again in place while a dependency is down
+                try:
+                    await c.handler(delivery)
+                except Unavailable as exc:
+                    down: BaseException = exc
+                    retry_after = exc.retry_after
+                except BusinessReject as exc:
+                    log.info("rejected: %s", exc, extra={"outcome": exc.outcome})
+                    await self._settle(msg, "ack", "rejected")
+                    return
+                except PermanentError as exc:
+                    await self._dead_letter(msg, "permanent", _describe(exc))
+                    return
+                except TransientError as exc:
+                    await self._retry(msg, delivery.attempt, exc, exc.retry_after)
+                    return
+                except asyncio.CancelledError:
+                    await self._settle(msg, "nak", "handed_back")
+                    raise
+                except Exception as exc:
+                    if not db.is_outage(exc):
+                        log.exception("handler failed unexpectedly; retrying")
+                        await self._retry(msg, delivery.attempt, exc, None)
+                        return
+                    down, retry_after = exc, None  # the database is unreachable: wait for it
+                else:
+                    await self._settle(msg, "ack", "acked")
+                    return
+                waits += 1
+                if not await self._wait(down, waits, retry_after, started):
+                    await self._settle(msg, "nak", "handed_back")  # stopping: another replica
+                    return
         finally:
             heartbeat.cancel()
             self._in_flight.dec()
             self._seconds.observe(time.monotonic() - started)
+
+    async def _wait(
+        self, down: BaseException, waits: int, retry_after: float | None, since: float
+    ) -> bool:
+        """Hold the delivery until it is worth trying again; False if the service is stopping.
+
+        Waiting spends no attempt (the broker counts deliveries, and a nak is one): however
+        long the outage, the work is done once the dependency is back, never dead-lettered.
+        The delivery stays in progress (heartbeats) and holds its concurrency slot, so the
+        consumer fetches nothing new while everything it holds is waiting."""
+        delay = self.consumer.retry.delay(min(waits, WAIT_STEPS), retry_after=retry_after)
+        text = _describe(down)
+        if waits == 1 or waits % 20 == 0:
+            log.warning(
+                "waiting for a dependency (%s) for %.0fs so far; next try in %.1fs",
+                text,
+                time.monotonic() - since,
+                delay,
+            )
+        self._waiting.inc()
+        try:
+            await asyncio.wait_for(self._stopping.wait(), timeout=delay)
+        except TimeoutError:
+            return True
+        finally:
+            self._waiting.dec()
+        return False
 
     async def _retry(
         self, msg: Msg, attempt: int, exc: BaseException, retry_after: float | None
@@ -319,7 +370,7 @@ class ConsumerRuntime:
             try:
                 await msg.in_progress()
             except (nats_errors.Error, OSError):
-                return
+                pass  # the broker is away; keep going, a long wait outlives a reconnect
 
     async def _dead_letter(self, msg: Msg, reason: str, error: str) -> None:
         """One DLQ message (original payload and headers, error, attempts), then term."""

@@ -140,6 +140,71 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+async def reachable(engine: Engine, timeout: float = 2.0) -> bool:
+    """Whether the database answers now (for /readyz): a pooled connection runs `SELECT 1`
+    within `timeout` seconds (the pool's pre-ping replaces a connection a restart dropped)."""
+    import asyncio
+
+    from sqlalchemy import text
+
+    def ping() -> bool:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+        return True
+
+    return await asyncio.wait_for(asyncio.to_thread(ping), timeout)
+
+
+# SQLite's OperationalError also means "no such table" or a syntax error; only these say the
+# file is busy or out of reach for now.
+_SQLITE_OUTAGE = ("database is locked", "database is busy", "unable to open", "disk i/o error")
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether `exc` (or what caused it) says the database cannot be reached or used right now:
+    a refused or dropped connection, a server shutting down or restarting, a pool with no
+    connection to lend, a locked SQLite file. Such a failure is a reason to wait, never to give
+    up on the work (see shared.consumer)."""
+    import sqlite3
+
+    import sqlalchemy.exc as sa_exc
+
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError:  # pragma: no cover - psycopg is a dependency
+        psycopg = psycopg_pool = None  # type: ignore[assignment]
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, sa_exc.DBAPIError) and current.connection_invalidated:
+            return True
+        if isinstance(current, sa_exc.TimeoutError):  # no pooled connection in time
+            return True
+        if isinstance(current, sqlite3.OperationalError):
+            return any(part in str(current).lower() for part in _SQLITE_OUTAGE)
+        if psycopg is not None and isinstance(
+            current, psycopg.OperationalError | psycopg.InterfaceError | psycopg_pool.PoolTimeout
+        ):
+            return True
+        if isinstance(current, sa_exc.DBAPIError):
+            current = current.orig  # the driver's own error decides
+            continue
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def report_failed_pass(logger: logging.Logger, what: str, exc: BaseException) -> None:
+    """Log a background loop's failed pass: one line while the database is away (the next
+    pass retries; a traceback every few seconds of an outage says nothing more), the whole
+    traceback for anything else."""
+    if is_outage(exc):
+        logger.warning("%s waits for the database: %s", what, exc.__class__.__name__)
+    else:
+        logger.error("%s failed; the next pass retries", what, exc_info=exc)
+
+
 def add_missing_columns(engine: Engine, tables: list[Any]) -> list[str]:
     """Add the nullable columns a table gained since its database was created (an inbox or an
     outbox from an earlier release); returns `table.column` for each one added.

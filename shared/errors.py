@@ -1,6 +1,9 @@
 """The three kinds of failure a handler may raise, and what the consumer runtime does with each.
 
 - `TransientError`: retry later with bounded backoff (429, 5xx, timeouts, a broker hiccup).
+  Its kind `Unavailable` says a dependency is down (the database, a channel whose breaker is
+  open): the runtime holds the message and tries again in place, spending no attempt, so an
+  outage of any length ends in the work being done, never in a dead letter.
 - `PermanentError`: retrying cannot help; dead-letter now (bad payload, ticket not found).
 - `BusinessReject`: not an error at all; acknowledge, record the outcome, never retry.
 
@@ -20,6 +23,14 @@ class TransientError(DeskError):
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class Unavailable(TransientError):
+    """A dependency is down: wait for it (`retry_after` when it says how long), then try again.
+
+    Not a failed attempt: the consumer runtime keeps the delivery (sending in-progress
+    heartbeats) and runs the handler again, so the broker's delivery count is not spent.
+    """
 
 
 class PermanentError(DeskError):

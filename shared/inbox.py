@@ -8,7 +8,7 @@ An item follows the Agent Inbox `HumanInterrupt` shape (`action_request {action,
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,6 +18,14 @@ SEND_REPLY = "send_reply"
 NOTIFY_SUPERVISOR = "notify_supervisor"
 
 DecisionType = Literal["accept", "edit", "response", "ignore"]
+DECISION_TYPES: tuple[DecisionType, ...] = get_args(DecisionType)
+
+# What an item is about: a draft has one of the categories the model chooses from (the Draft's
+# schema), a supervisor notification is an ESCALATION. The metrics have a series per category
+# from the start.
+Category = Literal["refund", "billing", "invoice", "bug", "account", "other"]
+CATEGORIES: tuple[Category, ...] = get_args(Category)
+ESCALATION = "escalation"
 
 
 class ActionRequest(BaseModel):

@@ -41,6 +41,8 @@ class Ledger:
         self.kv = kv
         self.bucket = bucket
         self.service = service
+        for result in metrics.CLAIM_RESULTS:  # every series exists at 0 (see shared.metrics)
+            metrics.LEDGER_CLAIMS.labels(service, result)
 
     @classmethod
     async def open(cls, js: JetStreamContext, service: str, bucket: str | None = None) -> Ledger:

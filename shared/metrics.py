@@ -1,4 +1,9 @@
-"""Prometheus metrics shared by every service, defined once."""
+"""Prometheus metrics shared by every service, defined once.
+
+Every labelled series a process can produce is created at 0 as soon as its label values are
+known (the consumer runtime, the bus and the ledger do it for these): a series born at its
+first event shows Prometheus no increase, so `increase()` and `rate()` would miss that event.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +25,11 @@ IN_FLIGHT = Gauge(
     "Deliveries being handled right now.",
     ["service", "consumer"],
 )
+WAITING = Gauge(
+    "desk_waiting",
+    "Deliveries held by their handler until a dependency is back (database, open breaker).",
+    ["service", "consumer"],
+)
 DEAD_LETTERS = Counter(
     "desk_dead_letters_total",
     "Messages written to the dead-letter stream, by reason.",
@@ -30,9 +40,11 @@ PUBLISHES = Counter(
     "JetStream publishes, by result (stored, duplicate, failed).",
     ["service", "result"],
 )
+PUBLISH_RESULTS = ("stored", "duplicate", "failed")
 NATS_CONNECTED = Gauge("desk_nats_connected", "1 while the NATS connection is up.", ["service"])
 LEDGER_CLAIMS = Counter(
     "desk_ledger_claims_total",
     "Processed-ledger claims, by result (first, seen).",
     ["service", "result"],
 )
+CLAIM_RESULTS = ("first", "seen")

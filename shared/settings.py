@@ -206,6 +206,11 @@ class DrafterSettings(HelpdeskSettings):
     llm_timeout: float = Field(default=60.0, gt=0, description="seconds per model call")
     llm_price_input: float = Field(default=0.0, ge=0, description="USD per million input tokens")
     llm_price_output: float = Field(default=0.0, ge=0, description="USD per million output tokens")
+    llm_output: Literal["auto", "tool", "json_schema", "json"] = Field(
+        default="auto",
+        description="how the model returns its draft: a forced tool call, a JSON-schema "
+        "response format, or JSON in plain text; auto falls back when the endpoint refuses one",
+    )
     allow_links: bool = False
     max_reply_chars: int = Field(default=3000, ge=200)
 
@@ -279,6 +284,12 @@ class SenderSettings(HelpdeskSettings):
     breaker_failure_rate: float = Field(default=0.5, gt=0, le=1)
     breaker_open_seconds: float = Field(default=30.0, gt=0)
     relay_interval: float = Field(default=1.0, gt=0, description="seconds between relay scans")
+    delivery_deadline: float = Field(
+        default=4 * 3600,
+        gt=0,
+        description="seconds an approved reply may wait for its channel (open breaker, 5xx, "
+        "rate limit) before it ends reply.failed",
+    )
     record_replies: bool = Field(
         default=True,
         description="with the outbox channel and the sql (demo) helpdesk, add each sent reply "

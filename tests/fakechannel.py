@@ -24,6 +24,7 @@ class FakeChannel:
         self.error_text = "scripted"
         self.retry_after: str | None = None  # sent as Retry-After with each scripted status
         self.down = False
+        self.fail_first_per_key = False  # a flaky endpoint: every key's first request gets 503
         self.server = HttpServer(
             Starlette(routes=[Route("/replies", self.reply, methods=["POST"])]), "127.0.0.1", 0
         )
@@ -45,6 +46,9 @@ class FakeChannel:
         )
         if self.down:
             return JSONResponse({"error": "down"}, status_code=503)
+        key = request.headers.get("idempotency-key", "")
+        if self.fail_first_per_key and self.keys().count(key) == 1:
+            return JSONResponse({"error": "flaky"}, status_code=503)
         if self.script:
             kind, value = self.script.pop(0)
             if kind == "hang":

@@ -20,6 +20,9 @@ What it answers to `POST /v1/chat/completions`:
   the reply quotes verbatim every line of the last user message that starts with "- " (reviewer
   feedback), so a test can see that feedback reached the model. Other tools get arguments filled
   from their JSON schema. A request without tools gets plain assistant text.
+- A request with `response_format` (`json_schema` or `json_object`) and no tools gets the
+  responder's arguments as JSON message content, for the schema's name (OpenAI's structured
+  outputs; vLLM, llama.cpp and Ollama constrain decoding the same way).
 - `usage` is deterministic: prompt_tokens = characters of all message contents // 4,
   completion_tokens = characters of the answer (arguments JSON or text) // 4.
 - `"stream": true` is answered as server-sent events (same content, chunked like OpenAI).
@@ -29,9 +32,28 @@ queue; each arriving request takes the next step (a step with `times=n` serves n
 gets the default answer once the queue is empty. `reset()` clears the queue, the recorded
 requests and the responder.
 
+Servers that are not OpenAI (constructor arguments, all defaults as above):
+
+- `tools="refuse"`: a request carrying `tools` or `tool_choice` gets HTTP `refusal_status`
+  (400) with `refusal_message` (default "this model does not support tools", what Ollama says
+  for a model without tool support; llama.cpp's server without jinja answers 500 "tools param
+  requires --jinja flag").
+- `tools="ignore"`: tools are accepted and never called: the answer is text (see `text`), as
+  from llama.cpp's server, which reads an object `tool_choice` as "auto", or Ollama, which has
+  no `tool_choice`.
+- `response_format="refuse"` / `"ignore"`: the same for `response_format`.
+- `text="prose"` (default) | `"json"` | `"fenced"`: what a text answer is: polite prose, the
+  responder's arguments as a bare JSON object, or that object in a ```json fence with a
+  sentence around it (a model asked for JSON in the prompt).
+- A refused request takes no scripted step: those script what the model answers.
+
+    FakeLLM(tools="refuse")                                           # tools refused
+    FakeLLM(tools="refuse", response_format="refuse", text="fenced")  # JSON in text only
+
 Every request is recorded in `requests` (a snapshot list): the parsed JSON body plus the keys
 "authorization" (header value or None), "headers" (all headers, lower-case names),
-"received_at" (time.time()) and "answer" (what it got: "tool_call", "text", "error 503", ...).
+"received_at" (time.time()) and "answer" (what it got: "tool_call", "json_schema" (JSON content
+for a response format), "text", "error 503", ...).
 """
 
 from __future__ import annotations
@@ -46,7 +68,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 import uvicorn
@@ -56,6 +78,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
+Support = Literal["call", "refuse", "ignore"]  # what a server does with `tools`
+FormatSupport = Literal["honor", "refuse", "ignore"]  # ... with `response_format`
+TextStyle = Literal["prose", "json", "fenced"]
+
+TOOLS_REFUSAL = "this model does not support tools"
+FORMAT_REFUSAL = 'response_format type must be one of "text" or "json_object", but got: json_schema'
 
 DRAFT_SUMMARY = "Customer asks about their ticket"
 FEEDBACK_PREFIX = "- "
@@ -138,6 +166,23 @@ def chosen_tool(body: dict[str, Any]) -> dict[str, Any] | None:
     return tools[0] if tools else None
 
 
+def asked_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The `response_format` JSON schema as a function-like {"name", "parameters"}, if any."""
+    fmt = body.get("response_format")
+    if not isinstance(fmt, dict):
+        return None
+    if fmt.get("type") == "json_schema":
+        spec = fmt.get("json_schema") or {}
+        return {"name": spec.get("name"), "parameters": spec.get("schema") or {}}
+    if fmt.get("type") == "json_object":
+        return {"name": "Draft", "parameters": fmt.get("schema") or {}}
+    return None
+
+
+def wants_tools(body: dict[str, Any]) -> bool:
+    return bool(body.get("tools")) or body.get("tool_choice") is not None
+
+
 def prompt_tokens(body: dict[str, Any]) -> int:
     chars = sum(
         len(content_text(m.get("content")))
@@ -197,7 +242,8 @@ def schema_arguments(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def default_responder(body: dict[str, Any]) -> dict[str, Any]:
-    tool = chosen_tool(body) or {}
+    # the forced tool, else the response format's schema, else (JSON asked in the prompt) Draft
+    tool = chosen_tool(body) or asked_schema(body) or {"name": "Draft"}
     parameters = tool.get("parameters") or {}
     arguments = schema_arguments(parameters)
     if tool.get("name") == "Draft":
@@ -255,8 +301,22 @@ class _Server(uvicorn.Server):
 class FakeLLM:
     """An OpenAI-compatible chat-completions server on 127.0.0.1, in a background thread."""
 
-    def __init__(self, model: str | None = None) -> None:
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        tools: Support = "call",
+        response_format: FormatSupport = "honor",
+        text: TextStyle = "prose",
+        refusal_status: int = 400,
+        refusal_message: str | None = None,
+    ) -> None:
         self.model = model  # answered as "model"; None echoes the request's model
+        self.tools = tools
+        self.response_format = response_format
+        self.text = text
+        self.refusal_status = refusal_status
+        self.refusal_message = refusal_message
         self.responder: Responder = default_responder
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
@@ -386,18 +446,18 @@ class FakeLLM:
         with self._lock:
             self._steps.append(step)
 
-    def _take(self, record: dict[str, Any]) -> tuple[int, _Step | None]:
+    def _take(self, record: dict[str, Any], *, step: bool = True) -> tuple[int, _Step | None]:
         """Record the request and take the next scripted step (atomically)."""
         with self._lock:
             self._requests.append(record)
             self._counter += 1
-            step = None
-            if self._steps:
-                step = self._steps[0]
-                step.times -= 1
-                if step.times == 0:
+            taken = None
+            if step and self._steps:
+                taken = self._steps[0]
+                taken.times -= 1
+                if taken.times == 0:
                     self._steps.popleft()
-            return self._counter, step
+            return self._counter, taken
 
     @property
     def pending(self) -> int:
@@ -446,7 +506,8 @@ class FakeLLM:
         record["authorization"] = request.headers.get("authorization")
         record["headers"] = dict(request.headers)
         record["received_at"] = received_at
-        number, step = self._take(record)
+        refused = None if "_invalid_body" in body else self._refusal(body)
+        number, step = self._take(record, step=refused is None)  # a refusal takes no step
 
         if "_invalid_body" in body:
             record["answer"] = "error 400"
@@ -460,24 +521,32 @@ class FakeLLM:
             return JSONResponse(
                 error_body(step.status, step.message, step.code), step.status, headers=headers
             )
+        if refused is not None:
+            record["answer"] = f"error {self.refusal_status}"
+            return JSONResponse(error_body(self.refusal_status, refused), self.refusal_status)
         if step is not None and step.kind == "hang":
             await self._sleep(step.seconds)
 
+        answer = "text"
         try:
             if step is not None and step.kind == "text":
                 text, call = step.text, None
-            elif chosen_tool(body) is None:
-                text, call = default_text(body), None
-            else:
+            elif self.tools == "call" and chosen_tool(body) is not None:
                 tool = chosen_tool(body) or {}
                 arguments = json.dumps(self.responder(body))
                 text, call = None, {"name": tool.get("name"), "arguments": arguments}
+                answer = "tool_call"
+            elif self.response_format == "honor" and asked_schema(body) is not None:
+                text, call = json.dumps(self.responder(body)), None
+                answer = "json_schema"
+            else:
+                text, call = self._text(body), None
         except Exception as exc:
             record["answer"] = "error 500"
             message = f"FakeLLM responder raised {exc!r}"
             return JSONResponse(error_body(500, message), 500)
 
-        record["answer"] = "tool_call" if call else "text"
+        record["answer"] = answer
         completion = _completion(
             number, self.model or str(body.get("model", "fake")), body, text, call
         )
@@ -486,6 +555,22 @@ class FakeLLM:
                 _sse(completion, body), media_type="text/event-stream; charset=utf-8"
             )
         return JSONResponse(completion)
+
+    def _refusal(self, body: dict[str, Any]) -> str | None:
+        """The error message when this server refuses what the request carries."""
+        if self.tools == "refuse" and wants_tools(body):
+            return self.refusal_message or TOOLS_REFUSAL
+        if self.response_format == "refuse" and body.get("response_format") is not None:
+            return self.refusal_message or FORMAT_REFUSAL
+        return None
+
+    def _text(self, body: dict[str, Any]) -> str:
+        if self.text == "prose":
+            return default_text(body)
+        arguments = json.dumps(self.responder(body), ensure_ascii=False, indent=1)
+        if self.text == "json":
+            return arguments
+        return f"Here is the draft you asked for:\n\n```json\n{arguments}\n```\n\nAnything else?"
 
     async def _sleep(self, seconds: float) -> None:
         stopping = self._stopping

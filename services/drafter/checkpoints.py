@@ -54,6 +54,7 @@ async def open_checkpointer(
             min_size=1,
             max_size=4,
             open=False,
+            timeout=5.0,  # no connection in 5 s: the database is away, wait for it (Unavailable)
             check=AsyncConnectionPool.check_connection,
             kwargs={
                 "autocommit": True,

@@ -16,7 +16,7 @@ from shared.source.configured import open_configured
 from .checkpoints import open_checkpointer, reachable
 from .graph import Deps, build_graph
 from .handlers import Drafter
-from .model import make_model
+from .model import make_model, output_for
 from .offline import OfflineDraftModel
 
 log = logging.getLogger(__name__)
@@ -28,6 +28,7 @@ async def run(settings: DrafterSettings) -> None:
     deps = Deps(
         source=source,
         model=model,
+        output=output_for(model, settings),
         price_input=settings.llm_price_input,
         price_output=settings.llm_price_output,
         max_reply_chars=settings.max_reply_chars,
@@ -44,7 +45,12 @@ async def run(settings: DrafterSettings) -> None:
         if isinstance(model, OfflineDraftModel):
             log.info("no LLM endpoint configured: drafting with the built-in offline model")
         else:
-            log.info("drafting with %s at %s", settings.llm_model, settings.llm_base_url)
+            log.info(
+                "drafting with %s at %s (DESK_LLM_OUTPUT=%s)",
+                settings.llm_model,
+                settings.llm_base_url,
+                settings.llm_output,
+            )
         if svc.bus is None:
             return
         ledger = await Ledger.open(svc.bus.js, svc.name)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Histogram
 
+from shared.inbox import CATEGORIES, ESCALATION
+
 DRAFTS = Counter(
     "desk_drafter_items_total",
     "Inbox items emitted, by category and kind (draft, redraft, notify).",
@@ -21,3 +23,11 @@ DRAFT_SECONDS = Histogram(
 )
 TOKENS = Counter("desk_drafter_tokens_total", "Model tokens, by kind.", ["kind"])
 COST = Counter("desk_drafter_cost_usd_total", "Estimated model cost in USD.")
+
+# Every series known up front exists at 0 from the start (see shared.metrics).
+for _category in CATEGORIES:
+    for _kind in ("draft", "redraft"):
+        DRAFTS.labels(_category, _kind)
+DRAFTS.labels(ESCALATION, "notify")
+for _kind in ("input", "output"):
+    TOKENS.labels(_kind)

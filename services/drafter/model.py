@@ -1,29 +1,62 @@
 """The chat model: an OpenAI-compatible endpoint through langchain-openai, or the offline one.
 
+How the Draft comes back is `DESK_LLM_OUTPUT`:
+
+- `tool`: a forced call of the Draft tool (`tools` + a named `tool_choice`);
+- `json_schema`: `response_format` with the Draft's JSON schema; the answer is the content;
+- `json`: nothing special is sent; the system message asks for one JSON object as plain text;
+- `auto` (default): tool first. When the endpoint refuses it (a 400/404/422/501 naming the
+  feature, or a 500 saying it does not support it, as llama.cpp's server does) or ignores it
+  (answers text where the forced call or the schema was asked), json_schema, then json. The
+  mode that works is remembered per model, so later calls go straight to it; the choice is
+  logged once. A refusal never counts when it is a 429, a 502/503/504 or a timeout.
+
+Whatever the mode, an answer is read the same way: the Draft tool call if there is one, else
+one JSON object in the text (inside a ```json fence or text around it is tolerated).
+
 Client retries are off (retrying is the bus's job); foreign errors are mapped here, once:
 429/5xx/timeouts/connection errors → `TransientError` (honouring Retry-After); 401/403 and
-other refusals → `PermanentError`.
+other refusals → `PermanentError`, naming `DESK_LLM_OUTPUT` when an explicit mode is refused.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import openai
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_function
 from langchain_openai import ChatOpenAI
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from shared.errors import PermanentError, TransientError
+from shared.errors import DeskError, PermanentError, TransientError
 from shared.settings import DrafterSettings
 
 from .offline import OfflineDraftModel
-from .prompt import Draft
+from .prompt import JSON_ANSWER, Draft
+
+log = logging.getLogger(__name__)
 
 DRAFT_TOOL = Draft.__name__
+
+Output = Literal["auto", "tool", "json_schema", "json"]
+Mode = Literal["tool", "json_schema", "json"]
+MODES: tuple[Mode, ...] = ("tool", "json_schema", "json")  # auto's order
+
+_WHAT: dict[Mode, str] = {
+    "tool": "a forced tool call (tools, tool_choice)",
+    "json_schema": "a JSON-schema response format (response_format)",
+    "json": "JSON in plain text",
+}
+
+NOT_VALID = "the model's Draft did not validate"
+NO_DRAFT = "the model did not return a Draft"
 
 
 def make_model(settings: DrafterSettings) -> BaseChatModel:
@@ -39,12 +72,210 @@ def make_model(settings: DrafterSettings) -> BaseChatModel:
     )
 
 
+def output_for(model: BaseChatModel, settings: DrafterSettings) -> Output:
+    """The offline model answers with the tool call whatever it is asked: no probing."""
+    return "tool" if isinstance(model, OfflineDraftModel) else settings.llm_output
+
+
 @dataclass(frozen=True)
 class ModelAnswer:
     draft: Draft | None  # None: the model answered without a usable Draft
     input_tokens: int
     output_tokens: int
     problem: str | None = None
+
+
+def response_format(schema: type[BaseModel]) -> dict[str, Any]:
+    """OpenAI's `json_schema` response format for `schema`: strict when every property is
+    required (what strict mode demands; true of Draft), else non-strict. vLLM, llama.cpp's
+    server and Ollama read `json_schema.schema` and accept (or ignore) `strict`."""
+    function = convert_to_openai_function(schema)  # pydantic titles stripped, descriptions kept
+    parameters: dict[str, Any] = function["parameters"]
+    strict = set(parameters.get("required") or ()) == set(parameters.get("properties") or {})
+    if strict:
+        parameters = {**parameters, "additionalProperties": False}
+    spec: dict[str, Any] = {"name": function["name"], "schema": parameters, "strict": strict}
+    if function.get("description"):
+        spec["description"] = function["description"]
+    return {"type": "json_schema", "json_schema": spec}
+
+
+DRAFT_FORMAT = response_format(Draft)
+
+
+def _bind(model: BaseChatModel, mode: Mode) -> Runnable[Any, BaseMessage]:
+    if mode == "tool":
+        return model.bind_tools([Draft], tool_choice=DRAFT_TOOL, parallel_tool_calls=False)
+    if mode == "json_schema":
+        return model.bind(response_format=DRAFT_FORMAT)
+    return model
+
+
+@dataclass
+class _Endpoint:
+    """One model: its runnable per mode, and what auto learned about the endpoint.
+
+    Built once per model: turning the schema into a tool costs more than the offline model's
+    whole answer. `with_structured_output` would wrap it in a parser map with fallbacks that
+    re-derive the schema on every call (a quarter of the graph's CPU per event, measured);
+    reading the answer here gives the same outcomes."""
+
+    model: BaseChatModel  # held, so its id() is not reused while the entry lives
+    mode: Mode = "tool"  # auto: the mode asked first now (only ever moves down MODES)
+    confirmed: Mode | None = None  # auto: the mode last logged as chosen
+    left: list[str] = field(default_factory=list)  # auto: why earlier modes were left
+    bound: dict[Mode, Runnable[Any, BaseMessage]] = field(default_factory=dict)
+
+    def runnable(self, mode: Mode) -> Runnable[Any, BaseMessage]:
+        found = self.bound.get(mode)
+        if found is None:
+            found = self.bound[mode] = _bind(self.model, mode)
+        return found
+
+    def leave(self, mode: Mode, why: str) -> None:
+        """Auto: `mode` does not work here; the next one is asked from now on."""
+        if self.mode != mode or mode == MODES[-1]:
+            return  # a concurrent call moved on already
+        self.mode = MODES[MODES.index(mode) + 1]
+        self.left.append(f"{mode} {why}")
+        log.debug("model endpoint: %s %s; trying %s", mode, why, self.mode)
+
+    def confirm(self, mode: Mode) -> None:
+        if mode != self.mode or mode == self.confirmed:
+            return
+        self.confirmed = mode
+        name = getattr(self.model, "model_name", type(self.model).__name__)
+        after = f" after {'; '.join(self.left)}" if self.left else ""
+        log.info("model endpoint: DESK_LLM_OUTPUT=auto chose %s for %s%s", mode, name, after)
+
+
+_ENDPOINTS: dict[int, _Endpoint] = {}
+
+
+def _endpoint(model: BaseChatModel) -> _Endpoint:
+    found = _ENDPOINTS.get(id(model))
+    if found is None or found.model is not model:
+        found = _ENDPOINTS[id(model)] = _Endpoint(model)
+    return found
+
+
+def learned_mode(model: BaseChatModel) -> Mode:
+    """The mode auto asks `model` in now (tool until the endpoint refused or ignored it)."""
+    return _endpoint(model).mode
+
+
+# ---- the answer -------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"```[a-zA-Z]*[ \t]*\n?(.*?)```", re.DOTALL)
+_MAX_STARTS = 20  # "{" positions tried per candidate text: prose with braces stays cheap
+
+
+def json_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in `text`: inside a ``` fence, the whole text, or an object with
+    text around it. A tool call written out as text ({"name": "Draft", "arguments": {...}})
+    gives its arguments."""
+    decoder = json.JSONDecoder()
+    for candidate in [*(m.group(1) for m in _FENCE.finditer(text)), text]:
+        start = candidate.find("{")
+        for _ in range(_MAX_STARTS):
+            if start < 0:
+                break
+            try:
+                value, _end = decoder.raw_decode(candidate, start)
+            except ValueError:
+                start = candidate.find("{", start + 1)
+                continue
+            if isinstance(value, dict):
+                return _unwrapped(value)
+            start = candidate.find("{", start + 1)
+    return None
+
+
+def _unwrapped(value: dict[str, Any]) -> dict[str, Any]:
+    if value.get("name") == DRAFT_TOOL:
+        inner = value.get("arguments", value.get("parameters"))
+        if isinstance(inner, str):
+            try:
+                inner = json.loads(inner)
+            except ValueError:
+                return value
+        if isinstance(inner, dict):
+            return inner
+    return value
+
+
+@dataclass(frozen=True)
+class _Read:
+    draft: Draft | None
+    problem: str | None
+    ignored: bool  # the endpoint answered as if the mode's constraint was not there
+
+
+def _validated(args: Any) -> tuple[Draft | None, str | None]:
+    try:
+        return Draft.model_validate(args), None
+    except ValidationError:
+        return None, NOT_VALID
+
+
+def _read(message: BaseMessage, mode: Mode) -> _Read:
+    """The Draft in the model's answer, or why there is none."""
+    calls = getattr(message, "tool_calls", None) or []
+    invalid = getattr(message, "invalid_tool_calls", None) or []
+    for call in calls:
+        if call.get("name") == DRAFT_TOOL:
+            return _Read(*_validated(call.get("args") or {}), ignored=False)
+    for call in invalid:
+        if call.get("name") == DRAFT_TOOL:  # arguments that are not even JSON
+            return _Read(None, NOT_VALID, ignored=False)
+    if calls or invalid:
+        return _Read(None, NO_DRAFT, ignored=False)  # some other tool: the model's own mistake
+    if message.additional_kwargs.get("refusal"):
+        return _Read(None, NO_DRAFT, ignored=False)  # the model declined this ticket
+    found = json_object(message.text)
+    if found is None:
+        # prose: a forced tool call or a schema-constrained answer cannot be prose
+        return _Read(None, NO_DRAFT, ignored=mode != "json")
+    # JSON as text: expected in json_schema and json mode; in tool mode, tool_choice was ignored
+    return _Read(*_validated(found), ignored=mode == "tool")
+
+
+# ---- the call ---------------------------------------------------------------------------------
+
+# What a refusal of a mode says. Matched on the server's message because the status alone
+# cannot tell "no tools here" from a malformed or over-long request (both are 400s).
+_FEATURE: dict[Mode, re.Pattern[str]] = {
+    "tool": re.compile(r"tool|function", re.IGNORECASE),
+    "json_schema": re.compile(r"response_format|json_schema|structured", re.IGNORECASE),
+}
+_UNSUPPORTED = re.compile(
+    r"support|requir|not implemented|unknown|unrecognized|not allowed|not permitted",
+    re.IGNORECASE,
+)
+_REFUSING = (400, 404, 422, 501)
+
+
+class _Refused(Exception):
+    """The endpoint refused what the mode sends (never leaves this module)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"refused ({status})")
+        self.status = status
+
+
+def _refuses(exc: openai.APIStatusError, mode: Mode) -> bool:
+    """Did the endpoint refuse the request because of what `mode` sends? Never for a 429 or a
+    502/503/504; a 500 only when it says the feature is unsupported ("tools param requires
+    --jinja flag", llama.cpp's server)."""
+    feature = _FEATURE.get(mode)
+    if feature is None:
+        return False  # json mode sends nothing a server could refuse
+    text = f"{exc.message} {exc.body}"
+    if exc.status_code in _REFUSING:
+        return feature.search(text) is not None
+    if exc.status_code == 500:
+        return feature.search(text) is not None and _UNSUPPORTED.search(text) is not None
+    return False
 
 
 def _retry_after(exc: openai.APIStatusError) -> float | None:
@@ -55,56 +286,76 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return None
 
 
-# model -> the model with the Draft tool bound, forced. Built once per model: turning the schema
-# into a tool costs more than the offline model's whole answer. `with_structured_output` would
-# wrap it in a parser map with fallbacks that re-derive the schema on every call (a quarter of
-# the graph's CPU per event, measured); reading the tool call here gives the same three outcomes.
-_BOUND: dict[int, tuple[BaseChatModel, Runnable[Any, BaseMessage]]] = {}
+def _mapped(exc: openai.APIStatusError) -> DeskError:
+    status = exc.status_code
+    if isinstance(exc, openai.RateLimitError):
+        return TransientError("model rate-limited (429)", retry_after=_retry_after(exc))
+    if status >= 500 or status in (408, 409):
+        return TransientError(f"model endpoint answered {status}", retry_after=_retry_after(exc))
+    if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
+        return PermanentError(f"model endpoint refused our credentials ({status})")
+    return PermanentError(f"model endpoint refused the request ({status})")
 
 
-def _with_draft_tool(model: BaseChatModel) -> Runnable[Any, BaseMessage]:
-    found = _BOUND.get(id(model))
-    if found is None or found[0] is not model:
-        bound = model.bind_tools([Draft], tool_choice=DRAFT_TOOL, parallel_tool_calls=False)
-        found = _BOUND[id(model)] = (model, bound)
-    return found[1]
+def _usage(message: Any) -> tuple[int, int]:
+    usage = getattr(message, "usage_metadata", None) or {}
+    return int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
 
 
-def _read_draft(message: BaseMessage) -> tuple[Draft | None, str | None]:
-    """The Draft in the model's tool call, or why there is none."""
-    for call in getattr(message, "tool_calls", None) or []:
-        if call.get("name") == DRAFT_TOOL:
-            try:
-                return Draft.model_validate(call.get("args") or {}), None
-            except ValidationError:
-                return None, "the model's Draft did not validate"
-    for call in getattr(message, "invalid_tool_calls", None) or []:
-        if call.get("name") == DRAFT_TOOL:  # arguments that are not even JSON
-            return None, "the model's Draft did not validate"
-    return None, "the model did not return a Draft"
+def _with_json_instruction(prompt: list[BaseMessage]) -> list[BaseMessage]:
+    """The prompt with the JSON answer format appended to its system message (one system
+    message: some chat templates reject a second one)."""
+    if prompt and isinstance(prompt[0], SystemMessage) and isinstance(prompt[0].content, str):
+        return [SystemMessage(f"{prompt[0].content}\n\n{JSON_ANSWER}"), *prompt[1:]]
+    return [SystemMessage(JSON_ANSWER), *prompt]
 
 
-async def ask(model: BaseChatModel, prompt: list[BaseMessage]) -> ModelAnswer:
+async def _call(
+    endpoint: _Endpoint, mode: Mode, prompt: list[BaseMessage]
+) -> tuple[ModelAnswer, bool]:
+    """One request in `mode`: the answer, and whether the endpoint ignored the mode."""
+    asked = _with_json_instruction(prompt) if mode == "json" else prompt
     try:
-        message = await _with_draft_tool(model).ainvoke(prompt)
-    except openai.RateLimitError as exc:
-        raise TransientError("model rate-limited (429)", retry_after=_retry_after(exc)) from None
+        message = await endpoint.runnable(mode).ainvoke(asked)
+    except openai.LengthFinishReasonError as exc:  # json_schema: cut off at the token limit
+        usage = exc.completion.usage
+        tokens = (usage.prompt_tokens, usage.completion_tokens) if usage else (0, 0)
+        return ModelAnswer(None, *tokens, NOT_VALID), False
+    except openai.ContentFilterFinishReasonError:
+        return ModelAnswer(None, 0, 0, NO_DRAFT), False
+    except openai.APIStatusError as exc:
+        if _refuses(exc, mode):
+            raise _Refused(exc.status_code) from None
+        raise _mapped(exc) from None
     except (openai.APITimeoutError, openai.APIConnectionError) as exc:
         raise TransientError(f"model unreachable ({exc.__class__.__name__})") from None
-    except openai.InternalServerError as exc:
-        raise TransientError(
-            f"model endpoint answered {exc.status_code}", retry_after=_retry_after(exc)
-        ) from None
-    except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-        raise PermanentError(
-            f"model endpoint refused our credentials ({exc.status_code})"
-        ) from None
-    except openai.APIStatusError as exc:
-        if exc.status_code in (408, 409) or exc.status_code >= 500:
-            raise TransientError(f"model endpoint answered {exc.status_code}") from None
-        raise PermanentError(f"model endpoint refused the request ({exc.status_code})") from None
-    usage = getattr(message, "usage_metadata", None) or {}
-    draft, problem = _read_draft(message)
-    return ModelAnswer(
-        draft, int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), problem
-    )
+    read = _read(message, mode)
+    return ModelAnswer(read.draft, *_usage(message), read.problem), read.ignored
+
+
+async def ask(
+    model: BaseChatModel, prompt: list[BaseMessage], output: Output = "auto"
+) -> ModelAnswer:
+    endpoint = _endpoint(model)
+    if output != "auto":
+        try:
+            answer, _ignored = await _call(endpoint, output, prompt)
+        except _Refused as refused:
+            others = ", ".join(m for m in ("auto", *MODES) if m != output)
+            raise PermanentError(
+                f"the model endpoint refused {_WHAT[output]} with HTTP {refused.status}, "
+                f"which DESK_LLM_OUTPUT={output} asks for: set DESK_LLM_OUTPUT to one of {others}"
+            ) from None
+        return answer
+    while True:  # at most one request per mode: every refusal moves the endpoint on
+        mode = endpoint.mode
+        try:
+            answer, ignored = await _call(endpoint, mode, prompt)
+        except _Refused as refused:
+            endpoint.leave(mode, f"refused ({refused.status})")
+            continue
+        if ignored:
+            endpoint.leave(mode, "ignored")
+        elif answer.draft is not None:
+            endpoint.confirm(mode)
+        return answer

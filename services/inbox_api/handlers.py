@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 from shared import subjects
 from shared.bus import Bus
 from shared.consumer import Delivery
+from shared.db import report_failed_pass
 from shared.envelope import Envelope
 from shared.errors import PermanentError, TransientError
 from shared.inbox import InboxItem, Overdue, Withdrawal
@@ -121,7 +122,7 @@ async def relay(bus: Bus, engine: Engine, interval: float, stop: Any) -> None:
         try:
             for decision in await asyncio.to_thread(store.unpublished, engine, 0):
                 await publish_decision(bus, engine, decision)
-        except Exception:  # keep relaying; the next pass retries
-            log.exception("decision relay pass failed")
+        except Exception as exc:  # keep relaying; the next pass retries
+            report_failed_pass(log, "decision relay pass", exc)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), interval)

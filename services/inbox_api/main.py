@@ -9,7 +9,7 @@ import logging
 
 from shared import catalog
 from shared.consumer import Consumer
-from shared.db import database_url, make_engine
+from shared.db import database_url, make_engine, reachable
 from shared.service import Service
 from shared.settings import InboxApiSettings
 
@@ -32,7 +32,12 @@ async def run(settings: InboxApiSettings) -> None:
         metrics.refresh(functools.partial(store.waiting, engine), stop_metrics)
     )
     try:
-        service = Service(settings, routes=[*api_routes, *web.routes], state={"inbox": inbox})
+        service = Service(
+            settings,
+            routes=[*api_routes, *web.routes],
+            state={"inbox": inbox},
+            checks={"database": functools.partial(reachable, engine)},
+        )
         assert service.app is not None  # it has routes: the public app
         for layer in web.middleware():  # before the server starts
             service.app.add_middleware(layer.cls, *layer.args, **layer.kwargs)

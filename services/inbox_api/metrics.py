@@ -21,6 +21,16 @@ from prometheus_client import REGISTRY, Counter, Gauge
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from shared.db import report_failed_pass
+from shared.inbox import (
+    CATEGORIES,
+    DECISION_TYPES,
+    DRAFT_CONFIG,
+    ESCALATION,
+    NOTIFY_CONFIG,
+    InterruptConfig,
+)
+
 log = logging.getLogger(__name__)
 
 REFRESH_SECONDS = 10.0
@@ -30,6 +40,15 @@ DECISIONS = Counter(
     "Decisions recorded, by item category and decision type (accept, edit, response, ignore).",
     ["category", "type"],
 )
+# every decision an item allows exists at 0 from the start (see shared.metrics)
+_ALLOWED: dict[str, InterruptConfig] = {
+    **dict.fromkeys(CATEGORIES, DRAFT_CONFIG),
+    ESCALATION: NOTIFY_CONFIG,
+}
+for _category, _config in _ALLOWED.items():
+    for _type in DECISION_TYPES:
+        if _config.allows(_type):
+            DECISIONS.labels(_category, _type)
 WAITING = Gauge(
     "desk_inbox_waiting_items",
     "Inbox items waiting for a reviewer (from the database; max across replicas).",
@@ -76,7 +95,7 @@ async def refresh(
     while not stop.is_set():
         try:
             record(*await asyncio.to_thread(read))
-        except Exception:  # keep the last values; the next pass retries
-            log.exception("inbox metrics refresh failed")
+        except Exception as exc:  # keep the last values; the next pass retries
+            report_failed_pass(log, "inbox metrics refresh", exc)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), interval)

@@ -79,7 +79,7 @@ async def receive(request: Request) -> Response:
     intake: Intake = request.app.state.intake
     name = request.path_params["source"]
     source = intake.sources.get(name)
-    label = name if source else "unknown"
+    label = name if source else metrics.UNKNOWN
     try:
         response = await _receive(request, intake, source)
     except BodyRefused as exc:

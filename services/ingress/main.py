@@ -9,7 +9,7 @@ from shared.ledger import Ledger
 from shared.service import Service
 from shared.settings import IngressSettings
 
-from . import sources
+from . import metrics, sources
 from .app import Intake, routes
 from .recorder import Recorder
 from .replays import Replays
@@ -36,6 +36,7 @@ def settle_gc() -> None:
 
 async def run(settings: IngressSettings) -> None:
     configured = sources.load(settings.sources_file, settings.sources, settings.var_dir)
+    metrics.initialise(configured)
     intake = Intake(configured, settings.max_body, settings.retry_after, settings.body_timeout)
     untimed = sorted(name for name, source in configured.items() if not source.timestamped)
     recorder = Recorder(settings.publish_timeout, settings.service)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import get_args
+
 from prometheus_client import Counter, Histogram
+
+from shared.signatures import Reason
 
 REQUESTS = Counter(
     "desk_ingress_requests_total", "Webhook requests by source and outcome.", ["source", "outcome"]
@@ -25,3 +30,19 @@ BODY_BYTES = Histogram(
     "Size of accepted request bodies.",
     buckets=(256, 1024, 4096, 16384, 65536, 262144, 1048576),
 )
+
+# Every status `app.receive` answers a configured source with; an unknown source gets 404.
+STATUSES = (202, 400, 401, 408, 413, 415, 503)
+UNKNOWN = "unknown"
+
+
+def initialise(sources: Iterable[str]) -> None:
+    """Every series the configured sources can produce exists at 0 from the start: a series
+    born at its first event shows Prometheus no increase (the first 401 would go unseen)."""
+    for source in sources:
+        for status in STATUSES:
+            REQUESTS.labels(source, str(status))
+        for reason in get_args(Reason):
+            SIGNATURE_FAILURES.labels(source, reason)
+        DUPLICATES.labels(source)
+    REQUESTS.labels(UNKNOWN, "404")

@@ -35,6 +35,7 @@ CREATED = "ticket.created"
 
 SCANNED = Counter("desk_reconciler_tickets_scanned_total", "Tickets compared with the ledger.")
 GAPS = Counter("desk_reconciler_gaps_total", "Tickets no event had announced.", ["type"])
+GAPS.labels(CREATED)  # exists at 0 from the start, so increase() sees the first gap
 BACKFILLED = Counter("desk_reconciler_backfilled_total", "Events published by the backfill.")
 RUN_SECONDS = Histogram("desk_reconciler_run_seconds", "Duration of a backfill run.")
 LAST_SUCCESS = Gauge(

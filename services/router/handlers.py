@@ -37,6 +37,9 @@ class Router:
         self.rules = rules
         self.ledger = ledger
         self._unrouted_seen: set[str] = set()
+        for rule in rules.rules:  # every target's series exists at 0 (see shared.metrics)
+            for target in rule.targets:
+                ROUTED.labels(target)
 
     async def handle(self, delivery: Delivery[Any]) -> None:
         try:

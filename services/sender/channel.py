@@ -1,7 +1,8 @@
 """Delivery channels behind the outbox. `webhook` POSTs the reply with an Idempotency-Key.
 
 Outcomes: delivered (2xx), failed (4xx other than 429: retrying cannot help), retry (429, 5xx,
-could not connect: nothing was received), unknown (the request went out and no answer came
+could not connect: nothing was received; the breaker or the rate limit refusing the call raises
+`Unavailable` instead: no request was made), unknown (the request went out and no answer came
 back: re-checked by sending again with the same Idempotency-Key, never as a new message).
 """
 
@@ -14,14 +15,14 @@ from typing import Literal
 
 import httpx
 
-from shared.errors import TransientError
+from shared.errors import Unavailable
 from shared.signatures import standard_sign
 
 from .breaker import CircuitBreaker
 from .ratelimit import TokenBucket
 from .store import OutboxRow
 
-Outcome = Literal["delivered", "failed", "retry", "unknown"]
+Outcome = Literal["delivered", "failed", "retry", "unknown", "wait"]  # wait: no request made
 
 
 @dataclass(frozen=True)
@@ -81,12 +82,12 @@ class WebhookChannel:
         ).encode()
 
     async def deliver(self, row: OutboxRow) -> Attempt:
-        """One attempt; raises TransientError when the breaker or the rate limit says wait."""
+        """One attempt; raises Unavailable when the breaker or the rate limit says wait."""
         if not self.breaker.allow():
-            raise TransientError("channel circuit open", retry_after=self.breaker.retry_after())
+            raise Unavailable("channel circuit open", retry_after=self.breaker.retry_after())
         if not await self.bucket.take(max_wait=5.0):
             self.breaker.release()  # no call made: hand back a half-open probe slot, if taken
-            raise TransientError("channel rate limit", retry_after=self.bucket.wait_time())
+            raise Unavailable("channel rate limit", retry_after=self.bucket.wait_time())
         body = self.body(row)
         stamp = int(time.time())
         headers = {"Content-Type": "application/json", "Idempotency-Key": row.key}

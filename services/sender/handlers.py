@@ -13,6 +13,7 @@ round ends in exactly one of `reply.sent`, `reply.withdrawn`, `reply.failed`.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 from typing import Any
 
@@ -23,7 +24,7 @@ from sqlalchemy.engine import Engine
 from shared import conversation, ids, subjects
 from shared.consumer import Delivery
 from shared.envelope import Envelope
-from shared.errors import BusinessReject, PermanentError, TransientError
+from shared.errors import BusinessReject, PermanentError, TransientError, Unavailable
 from shared.inbox import EDITABLE_ARGS, ActionRequest, Decision, InboxItem, Withdrawal
 from shared.ledger import Ledger
 from shared.logging import redact
@@ -39,7 +40,7 @@ from shared.source import SourceSystem
 from shared.source.base import ReplyRecorder
 
 from . import store
-from .channel import WebhookChannel
+from .channel import Attempt, WebhookChannel
 from .relay import Relay
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,19 @@ DELIVERIES = Counter(
     "Channel delivery attempts, by channel and outcome.",
     ["channel", "outcome"],
 )
+OUTCOME_NAMES = (
+    "written",
+    "already_sent",
+    "sent",
+    "failed",
+    "withdrawn",
+    "superseded",
+    "ignored",
+    "item_withdrawn",
+)
+DELIVERY_OUTCOMES = ("delivered", "failed", "retry", "unknown", "wait")
+for _name in OUTCOME_NAMES:  # every series exists at 0 from the start (see shared.consumer)
+    OUTCOMES.labels(_name)
 
 
 def _result(kind: str, key: str, subject: str | None, data: dict[str, Any]) -> store.ResultRow:
@@ -89,7 +103,7 @@ class Sender:
         ledger: Ledger,
         source: SourceSystem | None,
         *,
-        max_deliver: int,
+        delivery_deadline: float = 4 * 3600,
         lease_ttl: float,
         lease_wait: float,
         record_replies: bool = True,
@@ -105,7 +119,9 @@ class Sender:
             if record_replies and channel is None and isinstance(source, ReplyRecorder)
             else None
         )
-        self.max_deliver = max_deliver
+        self.delivery_deadline = delivery_deadline  # seconds from approval to reply.failed
+        for outcome in DELIVERY_OUTCOMES:
+            DELIVERIES.labels(self.channel_name, outcome)
         self.lease_ttl = lease_ttl
         self.lease_wait = lease_wait
 
@@ -208,9 +224,9 @@ class Sender:
             OUTCOMES.labels("ignored").inc()
             self.relay.wake()
             return
-        await self._send(decision, delivery.attempt)
+        await self._send(decision)
 
-    async def _send(self, decision: Decision, attempt: int) -> None:
+    async def _send(self, decision: Decision) -> None:
         item = await asyncio.to_thread(store.get_item, self.engine, decision.item_id)
         if item is None:
             raise TransientError(f"item {decision.item_id} not seen yet")
@@ -257,7 +273,7 @@ class Sender:
                 result = _result(REPLY_SENT, key, item.ticket_id, _reply_data(row))
             else:
                 result = None
-            await self._write_and_deliver(row, result, attempt, item)
+            await self._write_and_deliver(row, result, item)
         self.relay.wake()
 
     async def _record_reply(self, row: store.OutboxRow) -> None:
@@ -311,7 +327,6 @@ class Sender:
         self,
         row: store.OutboxRow,
         result: store.ResultRow | None,
-        attempt: int,
         item: store.ItemRow,
     ) -> None:
         key = row.key
@@ -329,27 +344,37 @@ class Sender:
         else:
             OUTCOMES.labels("written").inc()
         if self.channel is not None:
-            await self._deliver(row, attempt, item)
+            await self._deliver(row, item)
 
-    async def _deliver(self, row: store.OutboxRow, attempt: int, item: store.ItemRow) -> None:
+    async def _deliver(self, row: store.OutboxRow, item: store.ItemRow) -> None:
+        """One attempt at the channel. Delivered or refused (4xx) settles the round; anything
+        else (an open breaker, the rate limit, 429/5xx, no connection) waits in place
+        (`Unavailable`: no delivery attempt of the decision is spent) until the channel takes
+        it or `delivery_deadline` has passed since the approval: then `reply.failed` says why.
+        A reply whose request went out unanswered stays `unknown`, re-sent with the same
+        Idempotency-Key until the channel answers; it is never reported as failed."""
         assert self.channel is not None
         if row.delivery == "pending":  # nothing went out yet: is the reply still right?
             reason = await self._moved_on(item)
             if reason is not None:
                 await self._withdrawn(row, reason, new=False)
                 return
-        outcome = await self.channel.deliver(row)
+        try:
+            outcome = await self.channel.deliver(row)
+        except Unavailable as exc:  # the breaker or the rate limit: no request was made
+            outcome = Attempt("wait", None, 0, str(exc), exc.retry_after)
         DELIVERIES.labels(self.channel.name, outcome.outcome).inc()
-        await asyncio.to_thread(
-            store.audit,
-            self.engine,
-            row.key,
-            self.channel.name,
-            status_code=outcome.status_code,
-            duration_ms=outcome.duration_ms,
-            outcome=outcome.outcome,
-            error=outcome.error,
-        )
+        if outcome.outcome != "wait":
+            await asyncio.to_thread(
+                store.audit,
+                self.engine,
+                row.key,
+                self.channel.name,
+                status_code=outcome.status_code,
+                duration_ms=outcome.duration_ms,
+                outcome=outcome.outcome,
+                error=outcome.error,
+            )
         if outcome.outcome == "delivered":
             row.delivery = "delivered"
             await asyncio.to_thread(
@@ -360,30 +385,68 @@ class Sender:
                 error=None,
                 result=_result(REPLY_SENT, row.key, row.ticket_id, _reply_data(row)),
             )
+            OUTCOMES.labels("sent").inc()
             return
-        final = outcome.outcome == "failed" or attempt >= self.max_deliver
-        if final:
-            row.delivery = "failed"
+        # once a request may have reached the channel, the reply's fate is unknown until the
+        # channel answers a re-send with the same key
+        maybe_sent = row.delivery == "unknown" or outcome.outcome == "unknown"
+        if outcome.outcome == "failed":
+            await self._failed(row, outcome.error or "refused")
+            return
+        if not maybe_sent and self._overdue(row):
+            last = outcome.error or "no answer"
+            if outcome.outcome == "wait" and row.last_error:  # what the channel itself said
+                last = f"{last}, after: {row.last_error}"
+            await self._failed(
+                row,
+                f"not delivered within DESK_DELIVERY_DEADLINE ({_duration(self.delivery_deadline)})"
+                f"; last: {last}",
+            )
+            return
+        status: store.DeliveryStatus = "unknown" if maybe_sent else "pending"
+        if outcome.outcome != "wait" or row.delivery != status:  # a wait changes nothing
             await asyncio.to_thread(
                 store.settle,
                 self.engine,
                 row.key,
-                delivery="failed",
+                delivery=status,
                 error=outcome.error,
-                result=_result(
-                    REPLY_FAILED,
-                    row.key,
-                    row.ticket_id,
-                    {**_reply_data(row), "error": redact(outcome.error or "")},
-                ),
+                result=None,
             )
-            log.warning("reply %s failed: %s", row.key, outcome.error)
-            return
-        status: store.DeliveryStatus = "unknown" if outcome.outcome == "unknown" else "pending"
+            row.delivery = status
+        raise Unavailable(outcome.error or "delivery failed", retry_after=outcome.retry_after)
+
+    def _overdue(self, row: store.OutboxRow) -> bool:
+        approved = row.created_at
+        if approved.tzinfo is None:  # SQLite keeps no zone: it was written in UTC
+            approved = approved.replace(tzinfo=dt.UTC)
+        return (store.now() - approved).total_seconds() > self.delivery_deadline
+
+    async def _failed(self, row: store.OutboxRow, error: str) -> None:
+        row.delivery = "failed"
         await asyncio.to_thread(
-            store.settle, self.engine, row.key, delivery=status, error=outcome.error, result=None
+            store.settle,
+            self.engine,
+            row.key,
+            delivery="failed",
+            error=error,
+            result=_result(
+                REPLY_FAILED,
+                row.key,
+                row.ticket_id,
+                {**_reply_data(row), "error": redact(error)},
+            ),
         )
-        raise TransientError(outcome.error or "delivery failed", retry_after=outcome.retry_after)
+        OUTCOMES.labels("failed").inc()
+        log.warning("reply %s failed: %s", row.key, redact(error))
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return f"{seconds / 3600:g}h"
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 60:g}min"
+    return f"{seconds:g}s"
 
 
 def _edited(current: ActionRequest, args: Any) -> ActionRequest:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 
 from shared import catalog
 from shared.consumer import Consumer
-from shared.db import database_url, make_engine
+from shared.db import database_url, make_engine, reachable
 from shared.ledger import Ledger
 from shared.service import Service
 from shared.settings import ConfigError, SenderSettings
@@ -79,7 +80,8 @@ async def run(settings: SenderSettings) -> None:
     engine = make_engine(database_url(settings.database_url, settings.var_dir, "sender"))
     await asyncio.to_thread(store.create_tables, engine)
     try:
-        async with Service(settings) as svc:
+        checks = {"database": functools.partial(reachable, engine)}
+        async with Service(settings, checks=checks) as svc:
             if svc.bus is None:
                 return
             log.info("delivering through %s", channel.url if channel else "the outbox only")
@@ -92,7 +94,7 @@ async def run(settings: SenderSettings) -> None:
                 await Ledger.open(svc.bus.js, svc.name),
                 source,  # read again right before each reply leaves
                 record_replies=settings.record_replies,
-                max_deliver=settings.max_deliver,
+                delivery_deadline=settings.delivery_deadline,
                 lease_ttl=max(5.0, settings.ack_wait),
                 lease_wait=settings.channel_connect_timeout + settings.channel_read_timeout + 15,
             )

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import httpx
 from prometheus_client import Counter
@@ -143,6 +143,8 @@ class Notifier:
         self.max_deliver = max_deliver
         self.lease_ttl = lease_ttl
         self.lease_wait = lease_wait
+        for outcome in (*get_args(Outcome), "duplicate"):  # every series exists at 0
+            NOTIFICATIONS.labels(self.channel, outcome)
 
     @property
     def channel(self) -> str:

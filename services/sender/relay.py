@@ -15,6 +15,7 @@ from sqlalchemy.engine import Engine
 from shared import headers as h
 from shared import subjects
 from shared.bus import Bus
+from shared.db import report_failed_pass
 from shared.envelope import Envelope
 from shared.errors import PermanentError, TransientError
 from shared.results import SOURCE_SENDER
@@ -44,11 +45,14 @@ class Relay:
             self._wake.clear()
             try:
                 await self.publish_pending()
-            except Exception:  # keep relaying; the next pass retries
-                log.exception("result relay pass failed")
+            except Exception as exc:  # keep relaying; the next pass retries
+                report_failed_pass(log, "result relay pass", exc)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.interval)
-        await self.publish_pending()  # what the last handlers wrote before the stop
+        try:
+            await self.publish_pending()  # what the last handlers wrote before the stop
+        except Exception as exc:  # left for the next start, which relays first
+            report_failed_pass(log, "last result relay pass", exc)
 
     async def publish_pending(self) -> int:
         published = 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import datetime as dt
 import functools
 import importlib
@@ -27,7 +28,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from desk.natsserver import NatsServer
 from services.inbox_api import store as inbox_store
 from shared.db import database_url, make_engine
+from shared.inbox import CATEGORIES, DECISION_TYPES, ESCALATION
 from tests.inbox_items import draft_item
 from tests.services_running import ROOT, ServiceProcess
 
@@ -106,6 +108,8 @@ REQUIRED_DESK_METRICS = {
     "desk_drafter_run_seconds_bucket",
     "desk_handler_seconds_bucket",
     "desk_drafter_cost_usd_total",
+    "desk_sender_outcomes_total",
+    "desk_waiting",
 }
 REQUIRED_ALERTS = {
     "DeskDeadLetters",
@@ -114,6 +118,8 @@ REQUIRED_ALERTS = {
     "DeskReconcilerGaps",
     "DeskChannelRetryRate",
     "DeskServiceDown",
+    "DeskRepliesFailed",
+    "DeskDependencyWait",
 }
 REQUIRED_PANELS = {
     "Intake rate by outcome",
@@ -502,31 +508,53 @@ def _scrape_until(url: str, sample: str, value: float, timeout: float = 30.0) ->
         time.sleep(0.1)
 
 
-@pytest.fixture(scope="module")
-def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
-    root = tmp_path_factory.mktemp("monitoring")
+WEBHOOK_SECRET = "whsec_" + base64.b64encode(b"monitoring-helpdesk-secret-32byt").decode()
+
+
+@dataclass
+class Stack:
+    nats: NatsServer
+    services: dict[str, ServiceProcess]
+
+
+@contextlib.contextmanager
+def running_stack(root: Path, seed: Callable[[Path], None] | None = None) -> Iterator[Stack]:
+    """The six services on their own nats-server, on free ports, with `root`/var as their var
+    dir (dev credentials: the demo source `helpdesk` signs with WEBHOOK_SECRET; `seed` fills
+    it first); every process stopped on exit."""
     var = root / "var"
     var.mkdir()
-    secret = "whsec_" + base64.b64encode(b"monitoring-helpdesk-secret-32byt").decode()
     (var / "dev-credentials.json").write_text(
         json.dumps(
             {
-                "webhook_secrets": {"helpdesk": secret},
+                "webhook_secrets": {"helpdesk": WEBHOOK_SECRET},
                 "reviewer_token": REVIEWER,
                 "viewer_token": "viewer-token-for-monitoring",
             }
         )
     )
-    _seed_inbox(var)
+    if seed is not None:
+        seed(var)
     nats = NatsServer(root / "nats", sync_always=False, log_file=root / "nats.log")
-    nats.start()
     env = {"DESK_NATS_URL": nats.url, "DESK_VAR_DIR": str(var)}
     processes = {s: ServiceProcess([s], env, root / f"{s}.log") for s in SERVICES}
     try:
+        nats.start()
         with ThreadPoolExecutor(len(SERVICES)) as pool:
             # generous: six interpreters importing at once on a small, shared machine
             for started in [pool.submit(p.start, True, 90.0) for p in processes.values()]:
                 started.result()
+        yield Stack(nats, processes)
+    finally:
+        with ThreadPoolExecutor(len(SERVICES)) as pool:
+            list(pool.map(ServiceProcess.stop, [p for p in processes.values() if p.proc]))
+        nats.kill()
+
+
+@pytest.fixture(scope="module")
+def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
+    with running_stack(tmp_path_factory.mktemp("monitoring"), seed=_seed_inbox) as stack:
+        processes = stack.services
         inbox = processes["inbox_api"]
         # the first refresh, scraped where Prometheus scrapes: the ops port
         before = _scrape_until(inbox.ops_url, "desk_inbox_waiting_items", 2.0)
@@ -540,10 +568,6 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
         yield Scraped(
             {name: _scrape(p.ops_url) for name, p in processes.items()}, inbox_before=before
         )
-    finally:
-        with ThreadPoolExecutor(len(SERVICES)) as pool:
-            list(pool.map(ServiceProcess.stop, [p for p in processes.values() if p.proc]))
-        nats.kill()
 
 
 def _owner(metric: str) -> tuple[str, ...]:
@@ -593,6 +617,10 @@ def test_the_services_export_every_desk_metric_the_rules_and_dashboard_use(
         if name not in scrapes[service].exported
     }
     assert not missing, "\n".join(sorted(missing))
+    # and has samples already: a labelled counter whose series appear only at its first event
+    # shows Prometheus no increase() for that event (every series starts at 0)
+    unsampled = {n for n in used if not any(n in scrapes[s].samples for s in _owner(n))}
+    assert not unsampled, sorted(unsampled)
 
 
 def test_labels_used_belong_to_the_metrics(scraped: Scraped) -> None:
@@ -628,10 +656,14 @@ def test_the_inbox_metrics_come_from_the_database(scraped: Scraped) -> None:
     (oldest,) = before["desk_inbox_oldest_waiting_seconds"].values()
     assert 2 * 3600 - 5 < oldest < 2 * 3600 + 300
     assert scraped.inbox_before.families["desk_inbox_decisions"] == "counter"
-    assert "desk_inbox_decisions_total" not in before  # declared; no decision yet, no sample
+    # no decision yet: every category's series exists at 0, for each decision its items allow
+    zeroes = before["desk_inbox_decisions_total"]
+    assert set(zeroes.values()) == {0.0}
+    assert {dict(labels)["category"] for labels in zeroes} == {*CATEGORIES, ESCALATION}
+    assert {dict(labels)["type"] for labels in zeroes} == set(DECISION_TYPES)
     after = scraped.services["inbox_api"].samples
     decided = frozenset({("category", "refund"), ("type", "accept")})
-    assert after["desk_inbox_decisions_total"] == {decided: 1.0}
+    assert after["desk_inbox_decisions_total"] == {**zeroes, decided: 1.0}
 
 
 async def test_the_inbox_metrics_follow_the_store(tmp_path: Path) -> None:
@@ -694,7 +726,21 @@ WARNING, CRITICAL = {"severity": "warning"}, {"severity": "critical"}
 DEAD = {"service": "drafter", "consumer": "drafter", "reason": "permanent"}
 JOBS = ("ingress", "router", "drafter", "inbox_api", "sender")  # no reconciler target at all
 
-# promtool unit tests of the alert rules (series values: `a+bxN` = a, a+b, ... N more; `_` none).
+
+def _panel_expr(title: str, ref: str = "A") -> str:
+    (panel,) = [p for p in _panels(_dashboard()) if p["title"] == title]
+    (target,) = [t for t in panel["targets"] if t["refId"] == ref]
+    expr: str = target["expr"]
+    return expr
+
+
+def _dead(values: str, pod: str) -> dict[str, str]:
+    return _series("desk_dead_letters_total", values, job="drafter", pod=pod, **DEAD)
+
+
+# promtool unit tests of the alert rules (series values: `a+bxN` = a, a+b, ... N more; `_` none;
+# `axN` = a, then N more). Every alert has a case where it fires and one where it does not (an
+# expectation without alerts): test_every_alert_has_a_case_that_fires_and_one_that_does_not.
 PROMTOOL_TESTS: dict[str, Any] = {
     "evaluation_interval": "1m",
     "tests": [
@@ -704,13 +750,52 @@ PROMTOOL_TESTS: dict[str, Any] = {
             _expect("13m", "DeskDeadLetters", {**WARNING, **DEAD}),
             _expect("45m", "DeskDeadLetters"),
         ),
+        # a new letter in the DLQ stream fires though a replay kept its size at 5
+        _case(
+            [
+                _series("nats_stream_last_seq", "5x10 6x30", stream_name="DLQ"),
+                _series("nats_stream_total_messages", "5x40", stream_name="DLQ"),
+            ],
+            _expect("5m", "DeskDeadLetters"),
+            _expect("13m", "DeskDeadLetters", {**WARNING, "stream_name": "DLQ"}),
+            _expect("35m", "DeskDeadLetters"),
+        ),
+        # a failed reply fires (counted from 0, or by a series born at 1); none for 15m does not
+        _case(
+            [_series("desk_sender_outcomes_total", "0x10 1x30", job="sender", outcome="failed")],
+            _expect("10m", "DeskRepliesFailed"),
+            _expect("13m", "DeskRepliesFailed", CRITICAL),
+            _expect("35m", "DeskRepliesFailed"),
+        ),
+        _case(
+            [_series("desk_sender_outcomes_total", "_x10 1x30", job="sender", outcome="failed")],
+            _expect("13m", "DeskRepliesFailed", CRITICAL),
+        ),
+        # held for a dependency (dipping to 0 for each new try) fires after 10 minutes; a
+        # five-minute wait does not
+        _case(
+            [
+                _series(
+                    "desk_waiting",
+                    "0x2 " + "1 1 1 0 " * 6,
+                    service="sender",
+                    consumer="sender",
+                ),
+                _series("desk_waiting", "1x5 0x20", service="drafter", consumer="drafter"),
+            ],
+            _expect("9m", "DeskDependencyWait"),
+            _expect(
+                "16m", "DeskDependencyWait", {**CRITICAL, "service": "sender", "consumer": "sender"}
+            ),
+        ),
         # the oldest item ages a minute a minute: fires 5 minutes after it passes 4h
         _case(
             [_series("desk_inbox_oldest_waiting_seconds", "0+60x300", job="inbox_api")],
             _expect("243m", "DeskInboxOldestWaiting"),
             _expect("247m", "DeskInboxOldestWaiting", WARNING),
         ),
-        # a growing backlog fires after 10 minutes; a large steady one that moves does not
+        # a growing backlog fires after 10 minutes (not before); a large steady one that moves
+        # does not
         _case(
             [
                 _consumer("num_pending", "WORK", "drafter", "0+2x40"),
@@ -718,6 +803,7 @@ PROMTOOL_TESTS: dict[str, Any] = {
                 _consumer("num_pending", "INBOX", "sender", "500x40"),
                 _consumer("delivered_consumer_seq", "INBOX", "sender", "0+10x40"),
             ],
+            _expect("5m", "DeskConsumerLagGrowing"),
             _expect(
                 "25m",
                 "DeskConsumerLagGrowing",
@@ -737,7 +823,8 @@ PROMTOOL_TESTS: dict[str, Any] = {
                 {**CRITICAL, "stream_name": "EVENTS", "consumer_name": "router"},
             ),
         ),
-        # retries above 5% of a channel's attempts (1 in 11) fire; 1 in 101 does not
+        # retries above 5% of a channel's attempts (1 in 11) fire, after 5 minutes; 1 in 101 does
+        # not
         _case(
             [
                 _series(
@@ -756,16 +843,26 @@ PROMTOOL_TESTS: dict[str, Any] = {
                     "desk_sender_deliveries_total", "0+1x60", channel="quiet", outcome="unknown"
                 ),
             ],
+            _expect("3m", "DeskChannelRetryRate"),
             _expect("30m", "DeskChannelRetryRate", {**WARNING, "channel": "webhook"}),
         ),
-        # the reconciler's first gaps fire; a reconciler that completes runs is not stale
+        # the reconciler's first gaps fire, for an hour; a reconciler that completes runs is not
+        # stale
         _case(
             [
-                _series("desk_reconciler_gaps_total", "_x30 3x30", type="ticket.created"),
-                _series("desk_reconciler_last_success_timestamp_seconds", "0+60x60"),
+                _series("desk_reconciler_gaps_total", "_x30 3x100", type="ticket.created"),
+                _series("desk_reconciler_last_success_timestamp_seconds", "0+60x130"),
             ],
+            _expect("20m", "DeskReconcilerGaps"),
             _expect("33m", "DeskReconcilerGaps", {**WARNING, "type": "ticket.created"}),
+            _expect("100m", "DeskReconcilerGaps"),
             _expect("33m", "DeskReconcilerStale"),
+        ),
+        # no backfill completed since minute 10: stale from 15 minutes later, firing 5 after that
+        _case(
+            [_series("desk_reconciler_last_success_timestamp_seconds", "0+60x10 600x40")],
+            _expect("28m", "DeskReconcilerStale"),
+            _expect("35m", "DeskReconcilerStale", WARNING),
         ),
         # a target down, and a service no target of which is scraped
         _case(
@@ -782,8 +879,67 @@ PROMTOOL_TESTS: dict[str, Any] = {
                 {**CRITICAL, "job": "reconciler"},
             ),
         ),
+        # every service scraped and up
+        _case(
+            [
+                _series("up", "1x20", job=job, instance=f"{job}:8080")
+                for job in (*JOBS, "reconciler")
+            ],
+            _expect("10m", "DeskServiceDown"),
+        ),
+        # a NATS connection lost for 5 minutes fires (not sooner); a connected service does not
+        _case(
+            [
+                _series("desk_nats_connected", "1x5 0x20", service="sender"),
+                _series("desk_nats_connected", "1x25", service="router"),
+            ],
+            _expect("8m", "DeskNatsDisconnected"),
+            _expect("15m", "DeskNatsDisconnected", {**CRITICAL, "service": "sender"}),
+        ),
+        # "Dead letters (24h)" at 30h (samples every 5 minutes): 3 by a pod alive all along, 1
+        # after a restart, 1 by a pod gone since, 1 by a new pod, and 2 by a new pod before its
+        # first scrape (born at 2: increase() alone misses them) = 8
+        {
+            "interval": "5m",
+            "input_series": [
+                _dead("0x120 1x120 3x200", "steady"),
+                _dead("2x150 0 1x200", "restarted"),
+                _dead("0x180 1x60", "gone"),
+                _dead("_x312 0x5 1x40", "new"),
+                _dead("_x300 2x60", "busy-at-start"),
+            ],
+            "promql_expr_test": [
+                {
+                    "expr": _panel_expr("Dead letters (24h)"),
+                    "eval_time": "30h",
+                    "exp_samples": [{"labels": "{}", "value": 8}],
+                }
+            ],
+        },
+        # ... and with every series older than the window
+        {
+            "interval": "5m",
+            "input_series": [_dead("0x300 2x100", "steady")],
+            "promql_expr_test": [
+                {
+                    "expr": _panel_expr("Dead letters (24h)"),
+                    "eval_time": "30h",
+                    "exp_samples": [{"labels": "{}", "value": 2}],
+                }
+            ],
+        },
     ],
 }
+
+
+def test_every_alert_has_a_case_that_fires_and_one_that_does_not() -> None:
+    alerts = {r["alert"] for r in _rules(_rule()) if "alert" in r}
+    expected = [e for case in PROMTOOL_TESTS["tests"] for e in case.get("alert_rule_test", [])]
+    fires = {e["alertname"] for e in expected if e["exp_alerts"]}
+    silent = {e["alertname"] for e in expected if not e["exp_alerts"]}
+    assert not alerts - fires, f"no promtool case where these fire: {sorted(alerts - fires)}"
+    assert not alerts - silent, f"no promtool case where these stay quiet: {alerts - silent}"
+    assert not (fires | silent) - alerts, f"cases of unknown alerts: {(fires | silent) - alerts}"
 
 
 def test_the_alerts_fire_when_they_should(tmp_path: Path) -> None:

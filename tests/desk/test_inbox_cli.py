@@ -433,3 +433,29 @@ def test_the_table_cuts_long_summaries_to_fit() -> None:
     assert row.split()[:2] == ["T1~v1", "1d"]
     assert len(row) <= 100 and row.endswith("…")
     assert "\x1b" not in table
+
+
+async def test_show_piped_into_a_reader_that_went_away_ends_quietly(inbox: Inbox) -> None:
+    """`desk inbox show X | head -1`: the reader is gone before the output is written (its end
+    of the pipe closed first, so every write fails); one exit, no BrokenPipeError."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
+    desk = [sys.executable, "-m", "desk"]
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone
+    try:
+        done = subprocess.run(
+            [*desk, "inbox", "--url", inbox.url, "--token", REVIEWER, "show", DRAFT_ID],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=Path(__file__).resolve().parents[2],
+            timeout=30,
+        )
+    finally:
+        os.close(write_end)
+    assert done.stderr == b"", done.stderr.decode()
+    assert done.returncode == 1

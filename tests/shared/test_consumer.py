@@ -14,7 +14,7 @@ from shared import subjects
 from shared.bus import Bus
 from shared.consumer import Consumer, ConsumerRuntime, Delivery
 from shared.envelope import Envelope
-from shared.errors import BusinessReject, PermanentError, TransientError
+from shared.errors import BusinessReject, PermanentError, TransientError, Unavailable
 from shared.retry import RetryPolicy
 from tests.helpers import eventually, messages
 
@@ -221,3 +221,105 @@ async def test_every_outcome_series_exists_at_zero_before_the_first_message(bus:
         for outcome in ("acked", "rejected", "retried", "handed_back", "dead_lettered"):
             labels = {"service": "svc", "consumer": "zeroes", "outcome": outcome}
             assert REGISTRY.get_sample_value("desk_messages_total", labels) == 0.0, outcome
+
+
+def waiting(name: str = "test") -> float | None:
+    return REGISTRY.get_sample_value("desk_waiting", {"service": "svc", "consumer": name})
+
+
+async def test_a_dependency_down_longer_than_every_retry_is_waited_for_not_dead_lettered(
+    bus: Bus,
+) -> None:
+    """More failures than max_deliver allows, all `Unavailable`: no delivery is spent (the
+    broker counts naks), the work is done when the dependency is back, nothing dead-letters."""
+    calls: list[int] = []
+    back = asyncio.Event()
+
+    async def handler(d: Delivery[Envelope]) -> None:
+        calls.append(d.attempt)
+        if not back.is_set():
+            raise Unavailable("channel circuit open", retry_after=0.1)
+
+    spec = consumer(handler, max_deliver=2, retry=RetryPolicy(initial=0.05, maximum=0.2))
+    async with running(bus, spec):
+        await publish(bus, {"ticket": "T1"})
+        await eventually(lambda: len(calls) >= 8, message="eight tries while down")
+        assert waiting() == 1.0
+        back.set()
+        await eventually(lambda: settled(bus), message="the ack once it is back")
+
+    assert set(calls) == {1}, "every try was the first delivery"
+    assert waiting() == 0.0
+    info = await bus.js.consumer_info(subjects.WORK, "test")
+    assert info.num_redelivered == 0
+    assert (await bus.js.stream_info(subjects.DLQ)).state.messages == 0
+
+
+async def test_an_unreachable_database_is_waited_for_like_any_dependency(bus: Bus) -> None:
+    """What a PostgreSQL restart looks like from a handler: the driver's OperationalError."""
+    import psycopg
+    import sqlalchemy.exc
+
+    failures = [
+        sqlalchemy.exc.OperationalError("SELECT 1", {}, psycopg.OperationalError("closed")),
+        psycopg.OperationalError("the connection is closed"),
+    ] * 3
+    calls: list[int] = []
+
+    async def handler(d: Delivery[Envelope]) -> None:
+        calls.append(d.attempt)
+        if failures:
+            raise failures.pop(0)
+
+    spec = consumer(handler, max_deliver=2, retry=RetryPolicy(initial=0.05, maximum=0.2))
+    async with running(bus, spec):
+        await publish(bus, {"ticket": "T1"})
+        await eventually(lambda: settled(bus), message="the ack")
+    assert calls == [1] * 7
+    assert (await bus.js.stream_info(subjects.DLQ)).state.messages == 0
+
+
+async def test_a_bug_in_sql_is_not_mistaken_for_an_outage(bus: Bus) -> None:
+    import sqlite3
+
+    import sqlalchemy.exc
+
+    calls: list[int] = []
+
+    async def handler(d: Delivery[Envelope]) -> None:
+        calls.append(d.attempt)
+        raise sqlalchemy.exc.OperationalError(
+            "SELECT", {}, sqlite3.OperationalError("no such table: nowhere")
+        )
+
+    async with running(bus, consumer(handler, max_deliver=2)):
+        await publish(bus, {"ticket": "T1"})
+        await eventually(lambda: settled(bus), message="the dead letter")
+    assert calls == [1, 2]
+    [dead] = await messages(bus.js, subjects.DLQ)
+    assert dead.headers["Desk-Dlq-Reason"] == "retries_exhausted"
+
+
+async def test_stopping_hands_a_waiting_delivery_back_at_once(bus: Bus) -> None:
+    calls: list[int] = []
+
+    async def handler(d: Delivery[Envelope]) -> None:
+        calls.append(d.attempt)
+        raise Unavailable("database unreachable", retry_after=60)
+
+    runtime = ConsumerRuntime(bus, "svc", consumer(handler), fetch_timeout=0.5)
+    await runtime.start()
+    await publish(bus, {"ticket": "T1"})
+    await eventually(lambda: calls == [1] and waiting() == 1.0, message="waiting")
+    began = time.monotonic()
+    await runtime.stop(timeout=30)
+    assert time.monotonic() - began < 5, "a wait of 60s did not hold up the drain"
+    assert waiting() == 0.0
+    done: list[int] = []
+
+    async def next_replica(d: Delivery[Envelope]) -> None:
+        done.append(d.attempt)
+
+    async with running(bus, consumer(next_replica)):  # handed back: the next one takes it
+        await eventually(lambda: settled(bus), timeout=5, message="taken by the next replica")
+    assert len(done) == 1 and done[0] > 1

@@ -90,7 +90,7 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
     answer = None
     for attempt in (1, 2):  # a draft that fails the checks is redrafted once
         asked = prompt.messages(ticket, feedback, problems, _round(state))
-        answer = await model.ask(deps.model, asked)
+        answer = await model.ask(deps.model, asked, deps.output)
         tokens_in += answer.input_tokens
         tokens_out += answer.output_tokens
         if answer.draft is None:

@@ -9,6 +9,8 @@ from langchain_core.language_models import BaseChatModel
 
 from shared.source import SourceSystem
 
+from ..model import Output
+
 
 class State(TypedDict, total=False):
     """Everything is JSON-plain so checkpoints round-trip without custom types."""
@@ -45,6 +47,7 @@ class State(TypedDict, total=False):
 class Deps:
     source: SourceSystem
     model: BaseChatModel
+    output: Output = "auto"  # how the model returns its Draft (DESK_LLM_OUTPUT)
     price_input: float = 0.0  # USD per million tokens
     price_output: float = 0.0
     max_reply_chars: int = 3000

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
+from desk.natsserver import NatsServer
 from shared import subjects
 from shared.bus import Bus
 from tests.fakellm import FakeLLM
@@ -48,6 +50,37 @@ async def test_a_ticket_becomes_an_inbox_item_in_the_human_interrupt_shape(
     assert request["tool_choice"]["function"]["name"] == "Draft"
     assert request["authorization"] == "Bearer test-key"
     assert "Charged twice" in request["messages"][-1]["content"]  # the ticket, as quoted data
+
+
+async def test_a_server_refusing_tools_gets_drafts_with_the_default_output_setting(
+    bus: Bus, nats_server: NatsServer, tmp_path: Path
+) -> None:
+    with FakeLLM(tools="refuse") as llm:  # 400 for tools/tool_choice, like Ollama without tools
+        harness = Harness(nats_server, tmp_path, llm)
+        try:
+            process = harness.start()  # DESK_LLM_OUTPUT unset: auto
+            await send_event(bus, "T1012", "evt_auto_1")
+            await eventually(lambda: items(bus), timeout=20, message="the first draft")
+            await send_event(bus, "T1003", "evt_auto_2")
+
+            async def two_items() -> bool:
+                return len(await items(bus)) == 2
+
+            await eventually(two_items, timeout=20, message="the second draft")
+            await eventually(lambda: settled(bus), message="both work items acked")
+        finally:
+            harness.stop_all()
+        asked = [("tools" in r, "response_format" in r, r["answer"]) for r in llm.requests]
+    assert [i.ticket_id for i in await items(bus)] == ["T1012", "T1003"]
+    assert all(i.action_request.action == "send_reply" for i in await items(bus))
+    assert all(i.action_request.args["reply"] for i in await items(bus))
+    assert (await bus.js.stream_info(subjects.DLQ)).state.messages == 0
+    assert asked == [
+        (True, False, "error 400"),  # the forced tool call, refused
+        (False, True, "json_schema"),  # the same ticket at once, with the schema
+        (False, True, "json_schema"),  # the next ticket goes straight to what worked
+    ]
+    assert "DESK_LLM_OUTPUT=auto chose json_schema" in process.log.read_text()
 
 
 async def test_a_model_answering_503_twice_is_retried_to_one_item(

@@ -1,0 +1,58 @@
+"""What `desk up` hands each service: the report reads the inbox with the operator's token when
+one is set, and with the development viewer token only while the development tokens are the
+inbox's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from desk.stack import Child, Stack
+from shared.settings import StackSettings
+
+
+def _stack(tmp_path: Path) -> Stack:
+    stack = Stack(StackSettings(_env_file=None, var_dir=tmp_path / "var"))  # type: ignore[call-arg]
+    stack.children = {
+        name: Child(name, port, 9000 + n, tmp_path / f"{name}.log")
+        for n, (name, port) in enumerate(
+            [("inbox_api", 8101), ("reconciler", None), ("drafter", None)]
+        )
+    }
+    stack.nats_url = "nats://127.0.0.1:1"
+    stack._viewer_token = "dev-viewer-token"
+    return stack
+
+
+@pytest.fixture(autouse=True)
+def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("DESK_REPORT_TOKEN", "DESK_REVIEWERS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_the_report_uses_the_dev_viewer_token_while_the_dev_tokens_are_the_inbox_s(
+    tmp_path: Path,
+) -> None:
+    stack = _stack(tmp_path)
+    assert stack.child_env(stack.children["reconciler"])["DESK_REPORT_TOKEN"] == "dev-viewer-token"
+    assert "DESK_REPORT_TOKEN" not in stack.child_env(stack.children["drafter"])
+
+
+def test_a_report_token_the_operator_set_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DESK_REPORT_TOKEN", "the-operators-viewer-token")
+    stack = _stack(tmp_path)
+    env = stack.child_env(stack.children["reconciler"])
+    assert env["DESK_REPORT_TOKEN"] == "the-operators-viewer-token"
+
+
+def test_with_reviewers_configured_the_dev_token_is_not_given_to_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The inbox then refuses the dev token: handing it over would make the report say
+    "Inbox: unavailable"."""
+    monkeypatch.setenv("DESK_REVIEWERS", '[{"name": "ann", "token_sha256": "' + "a" * 64 + '"}]')
+    stack = _stack(tmp_path)
+    assert "DESK_REPORT_TOKEN" not in stack.child_env(stack.children["reconciler"])
