@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from services.ingress.main import settle_gc
+from services.ingress import settle_gc
 from shared.http import HttpServer, make_app, make_ops_app
 
 

@@ -49,7 +49,7 @@ from nats.js.api import StreamConfig
 from desk.natsserver import NatsServer
 from desk.process import free_port
 from desk.webhook import signed_headers
-from services.ingress.intake import nats_headers
+from services.ingress import nats_headers
 from shared import headers as h
 from shared import ids, subjects
 from shared.source.events import ticket_event

@@ -41,7 +41,7 @@ import httpx
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from sqlmodel import Session
 
-from chaos.harness import SERVICES, launch_stack, stop_stack
+from chaos.harness.stack import SERVICES, launch_stack, stop_stack
 from desk.webhook import signed_headers
 from shared import subjects
 from shared.bus import Bus
@@ -110,9 +110,7 @@ async def graph_alone(helpdesk_url: str, tickets: list[str], work_dir: Path) -> 
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    from services.drafter.graph import Deps, build_graph
-    from services.drafter.offline import OfflineDraftModel
-    from services.drafter.threads import Work
+    from services.drafter import Deps, OfflineDraftModel, Work, build_graph
 
     source = SqlSource(helpdesk_url)
     deps = Deps(source=source, model=OfflineDraftModel())

@@ -11,6 +11,7 @@ desk helpdesk message [...]      add a message to a demo ticket, send ticket.mes
 desk helpdesk close --ticket T   close a demo ticket, send ticket.closed
 desk inbox list|show|accept|...  work the review inbox from the terminal
 desk dlq list|show|replay        inspect and replay dead letters
+desk trace ID                    one event's path (event id, item id, ticket or trace id)
 desk results tail [--all]        print result events (CloudEvents) as they arrive
 desk reconcile [--stale]         backfill events the system never got (and remind stale ones)
 desk report                      print and publish the daily report
@@ -43,7 +44,7 @@ from shared.settings import (
     first_error,
 )
 
-from . import dbroles, demo, dlq, inbox, reconcile, results
+from . import dbroles, demo, dlq, inbox, reconcile, results, trace
 
 ALIASES = {name.replace("_", "-"): name for name in SERVICE_SETTINGS}
 
@@ -76,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     send.add_argument("--url", help="ingress base URL (default: the running stack's)")
     send.add_argument("--secret", help="signing secret (default: the stack's dev secret)")
     dlq.add_arguments(sub)
+    trace.add_arguments(sub)
     dbroles.add_arguments(sub)
     inbox.add_arguments(sub)
     results.add_arguments(sub)
@@ -441,4 +443,6 @@ def _main(argv: list[str] | None = None) -> int:
         return dbroles.main(args)
     if command == "dlq":
         return _with_broker("dlq", lambda url, auth: dlq.main(args, url, auth))
+    if command == "trace":
+        return _with_broker("trace", lambda url, auth: trace.main(args, url, auth))
     return _run_service(command, getattr(args, "part", None))

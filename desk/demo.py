@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 import functools
 import json
 import os
@@ -28,11 +27,10 @@ from typing import Any, TypeVar
 
 import httpx
 
-from services.reconciler.report import stored_since
-from services.sender import store as outbox
+from services.sender import read_outbox
 from shared import subjects
 from shared.bus import Bus
-from shared.db import database_url, make_engine
+from shared.history import stored
 from shared.source.events import message_event
 
 from .helpdesk import add_message
@@ -181,11 +179,7 @@ def run_scenario(state: dict[str, Any], creds: dict[str, Any], var_dir: Path) ->
             if "T9999" in d["error"]
         ],
     )
-    engine = make_engine(database_url(None, var_dir, "sender"))
-    try:
-        rows = outbox.outbox_rows(engine)
-    finally:
-        engine.dispose()
+    rows = read_outbox(None, var_dir)
     sent_events = asyncio.run(_results(state["nats_admin_url"], "reply.sent"))
 
     final = {
@@ -230,10 +224,10 @@ def run_scenario(state: dict[str, Any], creds: dict[str, Any], var_dir: Path) ->
 async def _results(nats_url: str, kind: str) -> int:
     bus = await Bus.connect(nats_url, service="demo", reconnect=False)
     try:
-        stored = await stored_since(bus, subjects.RESULTS, dt.datetime(2000, 1, 1, tzinfo=dt.UTC))
+        found = await stored(bus, subjects.RESULTS)
     finally:
         await bus.close()
-    return sum(1 for m in stored if m.subject == subjects.result(kind))
+    return sum(1 for m in found if m.subject == subjects.result(kind))
 
 
 def main(args: argparse.Namespace) -> int:

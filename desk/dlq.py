@@ -21,13 +21,12 @@ import nats.errors as nats_errors
 import nats.js.errors as js_errors
 
 from shared import deadletters
-from shared.bus import Bus, NatsAuth, without_credentials
+from shared.bus import BrokerCode, Bus, NatsAuth, without_credentials
 from shared.deadletters import DeadLetter, RefusedReplay, UnknownDeadLetter
 from shared.errors import PermanentError, TransientError
 from shared.logging import redact
 
 ERROR_WIDTH = 60
-_STREAM_NOT_FOUND = 10059
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # keeps \t and \n
 
 
@@ -75,7 +74,7 @@ def _run(nats_url: str, auth: NatsAuth, action: Callable[[Bus], Awaitable[None]]
         try:
             await action(bus)
         except js_errors.NotFoundError as exc:
-            if exc.err_code != _STREAM_NOT_FOUND:
+            if exc.err_code != BrokerCode.STREAM_NOT_FOUND:
                 raise _Failed(f"NATS refused: {exc.description}") from exc
             raise _Failed("the DLQ stream does not exist (run `desk provision`)") from exc
         except js_errors.APIError as exc:

@@ -12,11 +12,9 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from services.reconciler.jobs import Jobs
-from services.reconciler.state import State
+from services.reconciler import Jobs
 from shared.bus import Bus, without_credentials
 from shared.errors import PermanentError, TransientError
-from shared.ledger import Ledger
 from shared.settings import ReconcilerSettings
 from shared.source.configured import open_configured
 
@@ -60,15 +58,7 @@ async def _run(command: str, stale: bool, settings: ReconcilerSettings) -> int:
     source = open_configured(settings)
     now = dt.datetime.now(dt.UTC)
     try:
-        jobs = Jobs(
-            settings,
-            source,
-            bus,
-            await Ledger.open(bus.js, "reconciler"),
-            await Ledger.reader(bus.js, "reconciler", "router"),
-            await State.open(bus.js),
-            now,
-        )
+        jobs = await Jobs.open(settings, source, bus, now)
         if command == "report":
             print(await jobs.report(now))
             return 0

@@ -35,8 +35,9 @@ import nats.errors as nats_errors
 import nats.js.errors as js_errors
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from pydantic import BaseModel, ValidationError
 
-from . import catalog, db, envelope, ids, metrics, subjects
+from . import catalog, db, envelope, ids, metrics, subjects, trace
 from . import headers as h
 from . import logging as desk_logging
 from .bus import Bus
@@ -63,6 +64,7 @@ class Delivery(Generic[T]):
     stream_seq: int
     data: bytes
     stored_at: dt.datetime
+    payload: Any = None  # the body's data as the consumer's declared model (`Consumer.payload`)
 
 
 Handler = Callable[[Delivery[Any]], Awaitable[None]]
@@ -83,6 +85,10 @@ class Consumer:
     concurrency: int = 8
     batch: int = 16
     max_ack_pending: int = 1000
+    # what the envelope's data must be: one model, or one per subject (a consumer of several
+    # kinds); validated once here, so a handler receives `delivery.payload` typed, and data
+    # that is not that model is dead-lettered before any handler runs
+    payload: type[BaseModel] | Mapping[str, type[BaseModel]] | None = None
 
     @classmethod
     def of(cls, declared: ConsumerSpec, handler: Handler, **options: Any) -> Consumer:
@@ -100,6 +106,21 @@ class Consumer:
             raise ValueError("a consumer needs at least one subject filter")
         if self.max_deliver < 1 or self.concurrency < 1 or self.batch < 1:
             raise ValueError("max_deliver, concurrency and batch must be at least 1")
+
+    def read_payload(self, subject: str, body: Any) -> Any:
+        """`body`'s data as the declared model; `PermanentError` if it is not one."""
+        if self.payload is None:
+            return None
+        model = self.payload.get(subject) if isinstance(self.payload, Mapping) else self.payload
+        if model is None:
+            raise PermanentError(f"nothing is expected on {subject}")
+        data = body.data if isinstance(body, envelope.Envelope) else body
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ())) or "data"
+            raise PermanentError(f"not a {model.__name__}: {where}: {first['msg']}") from None
 
     def config(self) -> ConsumerConfig:
         filters: dict[str, Any] = (
@@ -258,7 +279,12 @@ class ConsumerRuntime:
         headers = dict(msg.headers or {})
         # A replayed dead letter keeps its original id, so dedup ids derived from it still match.
         msg_id = headers.get(h.ORIGINAL_MSG_ID) or headers.get(h.MSG_ID)
-        with desk_logging.bound(msg_id, headers.get(h.CORRELATION_ID)):
+        # the delivery's trace is current while it is handled: logs carry it, and every
+        # message published meanwhile continues it (shared.trace)
+        with (
+            desk_logging.bound(msg_id, headers.get(h.CORRELATION_ID)),
+            trace.continued(trace.of(headers)),
+        ):
             if attempt > c.max_deliver:
                 await self._dead_letter(
                     msg, "retries_exhausted", "the last allowed attempt did not finish"
@@ -269,6 +295,11 @@ class ConsumerRuntime:
             except Exception as exc:  # any decoder failure means the bytes are unusable
                 await self._dead_letter(msg, "undecodable", _describe(exc))
                 return
+            try:
+                payload = c.read_payload(msg.subject, body)
+            except PermanentError as exc:
+                await self._dead_letter(msg, "permanent", _describe(exc))
+                return
             delivery = Delivery(
                 subject=msg.subject,
                 body=body,
@@ -278,6 +309,7 @@ class ConsumerRuntime:
                 stream_seq=meta.sequence.stream,
                 data=msg.data,
                 stored_at=meta.timestamp,
+                payload=payload,
             )
             await self._run_handler(msg, delivery)
 

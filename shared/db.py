@@ -195,16 +195,6 @@ def is_outage(exc: BaseException) -> bool:
     return False
 
 
-def report_failed_pass(logger: logging.Logger, what: str, exc: BaseException) -> None:
-    """Log a background loop's failed pass: one line while the database is away (the next
-    pass retries; a traceback every few seconds of an outage says nothing more), the whole
-    traceback for anything else."""
-    if is_outage(exc):
-        logger.warning("%s waits for the database: %s", what, exc.__class__.__name__)
-    else:
-        logger.error("%s failed; the next pass retries", what, exc_info=exc)
-
-
 def add_missing_columns(engine: Engine, tables: list[Any]) -> list[str]:
     """Add the nullable columns a table gained since its database was created (an inbox or an
     outbox from an earlier release); returns `table.column` for each one added.

@@ -32,15 +32,13 @@ from pydantic import BaseModel, ConfigDict
 
 from . import headers as h
 from . import ids, subjects
-from .bus import Bus
+from .bus import BrokerCode, Bus
 from .catalog import BY_NAME
 
 STREAM = subjects.DLQ
 PAYLOAD_DISPLAY_LIMIT = 64 * 1024  # bytes of payload kept in `DeadLetter.payload`
 
 _DLQ_PREFIX = "desk-dlq-"  # every header the runtime adds about the failure (compared lowercased)
-_NO_MESSAGE = 10037  # "no message found": an empty stream, a deleted or a future sequence
-_SEQ_NOT_FOUND = 10043  # delete_msg of a sequence that is already gone
 
 
 class UnknownDeadLetter(LookupError):
@@ -146,7 +144,8 @@ async def replay(bus: Bus, id: int) -> ReplayResult:
     try:
         await bus.js.delete_msg(STREAM, id)
     except js_errors.BadRequestError as exc:
-        if exc.err_code != _SEQ_NOT_FOUND:  # a concurrent replay deleted it first: fine
+        # already gone: a concurrent replay deleted it first, which is fine
+        if exc.err_code != BrokerCode.SEQUENCE_NOT_FOUND:
             raise
     return ReplayResult(
         id=id,
@@ -196,7 +195,7 @@ async def _get(js: JetStreamContext, seq: int) -> RawStreamMsg | None:
     try:
         return await js.get_msg(STREAM, seq=seq)
     except js_errors.NotFoundError as exc:
-        if exc.err_code == _NO_MESSAGE:
+        if exc.err_code == BrokerCode.NO_MESSAGE_FOUND:
             return None
         raise  # the DLQ stream itself is missing
 
@@ -206,7 +205,7 @@ async def _next(js: JetStreamContext, seq: int) -> RawStreamMsg | None:
     try:
         return await js.get_msg(STREAM, seq=seq, subject=subjects.ALL_DLQ, next=True)
     except js_errors.NotFoundError as exc:
-        if exc.err_code == _NO_MESSAGE:
+        if exc.err_code == BrokerCode.NO_MESSAGE_FOUND:
             return None
         raise
 

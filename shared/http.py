@@ -58,7 +58,13 @@ class _Server(uvicorn.Server):
 
 class HttpServer:
     def __init__(
-        self, app: Starlette, host: str, port: int, *, forwarded_allow_ips: str = "127.0.0.1"
+        self,
+        app: Starlette,
+        host: str,
+        port: int,
+        *,
+        forwarded_allow_ips: str = "127.0.0.1",
+        grace: float = 10.0,
     ) -> None:
         self.app = app
         self.host = host
@@ -79,7 +85,7 @@ class HttpServer:
             log_config=None,
             lifespan="off",
             access_log=False,
-            timeout_graceful_shutdown=10,
+            timeout_graceful_shutdown=max(1, round(grace)),  # seconds requests get on stop
             proxy_headers=True,
             forwarded_allow_ips=forwarded_allow_ips,
         )

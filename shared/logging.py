@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from . import trace
+
 event_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("event_id", default=None)
 correlation_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "correlation_id", default=None
@@ -112,6 +114,9 @@ class JsonFormatter(logging.Formatter):
             entry["event_id"] = event_id
         if correlation_id:
             entry["correlation_id"] = correlation_id
+        trace_id = trace.trace_id()
+        if trace_id:
+            entry["trace_id"] = trace_id
         for key, value in record.__dict__.items():
             if key not in _RESERVED and key not in entry and not key.startswith("_"):
                 entry[key] = value
@@ -125,7 +130,9 @@ class TextFormatter(logging.Formatter):
         super().__init__(f"%(asctime)s %(levelname)s {service} %(name)s: %(message)s")
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
+        line = super().format(record)
+        trace_id = trace.trace_id()
+        return redact(f"{line} [trace {trace_id}]" if trace_id else line)
 
 
 def configure(service: str, level: str = "INFO", fmt: str = "json") -> None:

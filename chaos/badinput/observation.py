@@ -16,7 +16,8 @@ import httpx
 
 from shared import subjects
 
-from ..harness import SERVICES, consumers
+from ..harness.observation import consumers
+from ..harness.stack import SERVICES
 from .campaign import SOURCES
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..harness import SERVICES, is_service, service_pid
+from ..harness.stack import SERVICES, is_service, service_pid
 from .campaign import SOURCES, Campaign
 from .observation import logged_errors, readiness
 from .tally import InsiderRun, total

@@ -10,8 +10,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..channel import ThreadedChannel
-from ..harness import SERVICES, log, service_pid, start_stack, tear_down
+from standins.channel import FakeChannel
+from standins.llm import FakeLLM
+
+from ..harness.stack import SERVICES, service_pid, start_stack, tear_down
+from ..state import log
 from . import __doc__ as overview  # the package docstring: its first line is --help's
 from .campaign import Campaign
 from .inbox import inbox_campaign
@@ -45,13 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.only == "insiders":
         return insiders_only(keep=args.keep)
 
-    from tests.fakellm import FakeLLM  # the test suite's real OpenAI-compatible server
-
     started = time.monotonic()
     var = Path(tempfile.mkdtemp(prefix="desk-badinput-"))
     log(f"var dir {var}; {args.examples} examples per group, seed {args.seed}")
     llm = FakeLLM().start()
-    channel = ThreadedChannel().start()
+    channel = FakeChannel().start()
     stack = None
     ok = False
     try:

@@ -32,10 +32,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
-from pydantic import ValidationError
 
 from shared import conversation, ids, subjects
-from shared import headers as h
 from shared.bus import Bus
 from shared.consumer import Delivery
 from shared.envelope import Envelope
@@ -253,10 +251,7 @@ class Drafter:
         return work if thread == work.thread else work.in_thread(thread)
 
     async def on_decision(self, delivery: Delivery[Envelope]) -> None:
-        try:
-            decision = Decision.model_validate(delivery.body.data)
-        except ValidationError as exc:
-            raise PermanentError(f"not a decision: {exc.errors()[0]['msg']}") from None
+        decision: Decision = delivery.payload  # checked by the runtime (Consumer.payload)
         config = self.config(decision.thread)
         async with self.ledger.lease(
             f"thread:{decision.thread}", ttl=self.lease_ttl, wait=self.lease_wait
@@ -383,12 +378,7 @@ class Drafter:
             correlationid=item.trigger.event_id,
             data=data,
         )
-        await self.bus.publish(
-            subject,
-            envelope.to_bytes(),
-            msg_id=msg_id,
-            headers={h.CORRELATION_ID: item.trigger.event_id},
-        )
+        await self.bus.publish_envelope(subject, envelope)
 
     async def _emit(self, item: InboxItem) -> None:
         msg_id = ids.inbox_item(item.thread, item.round, item.version)
@@ -401,12 +391,7 @@ class Drafter:
             correlationid=item.trigger.event_id,
             data=item.model_dump(mode="json"),
         )
-        published = await self.bus.publish(
-            subjects.INBOX_ITEM,
-            envelope.to_bytes(),
-            msg_id=msg_id,
-            headers={h.CORRELATION_ID: item.trigger.event_id},
-        )
+        published = await self.bus.publish_envelope(subjects.INBOX_ITEM, envelope)
         if published.duplicate:
             return
         kind = (

@@ -6,8 +6,7 @@ import contextlib
 import functools
 import logging
 
-from shared import catalog
-from shared.consumer import Consumer
+from shared.inbox import Decision
 from shared.ledger import Ledger
 from shared.service import Service
 from shared.settings import DrafterSettings
@@ -62,16 +61,8 @@ async def run(settings: DrafterSettings) -> None:
             lease_ttl=max(5.0, settings.ack_wait),
             lease_wait=settings.llm_timeout * 2 + 30,
         )
-        options = settings.consumer_options()
-        await svc.consume(
-            Consumer.of(catalog.DRAFTER.consumer("drafter"), drafter.on_work, **options)
-        )
-        await svc.consume(
-            Consumer.of(
-                catalog.DRAFTER.consumer("drafter-decisions"), drafter.on_decision, **options
-            )
-        )
-        await svc.consume(  # an approved reply withdrawn: its round is owed an answer again
-            Consumer.of(catalog.DRAFTER.consumer("drafter-results"), drafter.on_result, **options)
-        )
+        await svc.consume("drafter", drafter.on_work)
+        await svc.consume("drafter-decisions", drafter.on_decision, payload=Decision)
+        # an approved reply withdrawn: its round is owed an answer again
+        await svc.consume("drafter-results", drafter.on_result)
         await svc.until_stopped()

@@ -14,9 +14,10 @@ How the Draft comes back is `DESK_LLM_OUTPUT`:
 Whatever the mode, an answer is read the same way: the Draft tool call if there is one, else
 one JSON object in the text (inside a ```json fence or text around it is tolerated).
 
-Client retries are off (retrying is the bus's job); foreign errors are mapped here, once:
-429/5xx/timeouts/connection errors → `TransientError` (honouring Retry-After); 401/403 and
-other refusals → `PermanentError`, naming `DESK_LLM_OUTPUT` when an explicit mode is refused.
+Client retries are off (retrying is the bus's job); foreign errors are mapped here, once, by
+`shared.answers`' rule: 408/409/425/429/5xx, timeouts and connection errors → `TransientError`
+(honouring Retry-After, seconds or an HTTP-date); 401/403 and other 4xx → `PermanentError`,
+naming `DESK_LLM_OUTPUT` when an explicit mode is refused.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from langchain_core.utils.function_calling import convert_to_openai_function
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, ValidationError
 
+from shared import answers
 from shared.errors import DeskError, PermanentError, TransientError
 from shared.settings import DrafterSettings
 
@@ -278,23 +280,19 @@ def _refuses(exc: openai.APIStatusError, mode: Mode) -> bool:
     return False
 
 
-def _retry_after(exc: openai.APIStatusError) -> float | None:
-    value = exc.response.headers.get("retry-after") if exc.response is not None else None
-    try:
-        return float(value) if value else None
-    except ValueError:
-        return None
-
-
 def _mapped(exc: openai.APIStatusError) -> DeskError:
+    """An error answer that is not a refusal of the mode: `shared.answers` says transient or
+    permanent (and reads the Retry-After); only the wording is the model's."""
     status = exc.status_code
-    if isinstance(exc, openai.RateLimitError):
-        return TransientError("model rate-limited (429)", retry_after=_retry_after(exc))
-    if status >= 500 or status in (408, 409):
-        return TransientError(f"model endpoint answered {status}", retry_after=_retry_after(exc))
-    if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
-        return PermanentError(f"model endpoint refused our credentials ({status})")
-    return PermanentError(f"model endpoint refused the request ({status})")
+    if status == 429:
+        message = "model rate-limited (429)"
+    elif answers.kind(status) != "permanent":
+        message = f"model endpoint answered {status}"
+    elif status in (401, 403):
+        message = f"model endpoint refused our credentials ({status})"
+    else:
+        message = f"model endpoint refused the request ({status})"
+    return answers.error(status, message, exc.response.headers)
 
 
 def _usage(message: Any) -> tuple[int, int]:

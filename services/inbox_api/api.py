@@ -22,8 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from shared import deadletters, ids, subjects
-from shared import headers as h
+from shared import deadletters, ids, subjects, trace
 from shared.bus import Bus
 from shared.envelope import Envelope
 from shared.errors import PermanentError, TransientError
@@ -153,13 +152,11 @@ async def publish_decision(bus: Bus | None, engine: Engine, decision: Decision) 
         time=decision.decided_at,
         data=decision.model_dump(mode="json"),
     )
+    # the decision continues the item's trace (the reviewer's request is not part of it)
+    stored = await asyncio.to_thread(store.traceparent_of, engine, decision.item_id)
     try:
-        await bus.publish(
-            subjects.INBOX_DECISION,
-            envelope.to_bytes(),
-            msg_id=msg_id,
-            headers={h.CORRELATION_ID: msg_id},
-        )
+        with trace.continued(trace.Trace.parse(stored)):
+            await bus.publish_envelope(subjects.INBOX_DECISION, envelope)
     except (TransientError, PermanentError) as exc:
         log.warning("decision recorded, publish deferred: %s", exc)
         return False

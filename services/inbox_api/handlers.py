@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from typing import Any
 
-from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
-from shared import subjects
+from shared import subjects, trace
 from shared.bus import Bus
 from shared.consumer import Delivery
-from shared.db import report_failed_pass
 from shared.envelope import Envelope
 from shared.errors import PermanentError, TransientError
 from shared.inbox import InboxItem, Overdue, Withdrawal
@@ -38,37 +34,20 @@ class Projection:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def on_message(self, delivery: Delivery[Envelope]) -> None:
-        """What the drafter publishes to the inbox, told apart by the subject it arrived on."""
-        if delivery.subject == subjects.INBOX_WITHDRAWN:
-            await self.on_withdrawn(delivery)
-        elif delivery.subject == subjects.INBOX_OVERDUE:
-            await self.on_overdue(delivery)
-        else:
-            await self.on_item(delivery)
-
     async def on_item(self, delivery: Delivery[Envelope]) -> None:
-        try:
-            item = InboxItem.model_validate(delivery.body.data)
-        except ValidationError as exc:
-            raise PermanentError(f"not an inbox item: {exc.errors()[0]['msg']}") from None
-        if await asyncio.to_thread(store.project, self.engine, item):
+        item: InboxItem = delivery.payload  # checked by the runtime (Consumer.payload)
+        traceparent = delivery.headers.get(trace.HEADER)
+        if await asyncio.to_thread(store.project, self.engine, item, traceparent):
             log.info("item %s is in the inbox", item.id)
 
     async def on_withdrawn(self, delivery: Delivery[Envelope]) -> None:
-        try:
-            notice = Withdrawal.model_validate(delivery.body.data)
-        except ValidationError as exc:
-            raise PermanentError(f"not a withdrawal: {exc.errors()[0]['msg']}") from None
+        notice: Withdrawal = delivery.payload
         if not await asyncio.to_thread(store.withdraw, self.engine, notice):
             raise TransientError(f"item {notice.item_id} not projected yet")
         log.info("item %s withdrawn: %s", notice.item_id, notice.reason)
 
     async def on_overdue(self, delivery: Delivery[Envelope]) -> None:
-        try:
-            notice = Overdue.model_validate(delivery.body.data)
-        except ValidationError as exc:
-            raise PermanentError(f"not an overdue notice: {exc.errors()[0]['msg']}") from None
+        notice: Overdue = delivery.payload
         if not await asyncio.to_thread(store.mark_overdue, self.engine, notice):
             raise TransientError(f"item {notice.item_id} not projected yet")
 
@@ -116,13 +95,8 @@ class Results:
             raise TransientError(f"item {data['item_id']} not projected yet")
 
 
-async def relay(bus: Bus, engine: Engine, interval: float, stop: Any) -> None:
-    """Publish decisions recorded while the broker was away (or before a crash)."""
-    while not stop.is_set():
-        try:
-            for decision in await asyncio.to_thread(store.unpublished, engine, 0):
-                await publish_decision(bus, engine, decision)
-        except Exception as exc:  # keep relaying; the next pass retries
-            report_failed_pass(log, "decision relay pass", exc)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), interval)
+async def relay(bus: Bus, engine: Engine) -> None:
+    """Publish decisions recorded while the broker was away (or before a crash): the inbox's
+    periodic work."""
+    for decision in await asyncio.to_thread(store.unpublished, engine, 0):
+        await publish_decision(bus, engine, decision)

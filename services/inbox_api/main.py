@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 
-from shared import catalog
-from shared.consumer import Consumer
+from shared import subjects
 from shared.db import database_url, make_engine, reachable
+from shared.inbox import InboxItem, Overdue, Withdrawal
 from shared.service import Service
 from shared.settings import InboxApiSettings
 
@@ -27,10 +26,6 @@ async def run(settings: InboxApiSettings) -> None:
     await asyncio.to_thread(store.create_tables, engine)
     reviewers = Reviewers.load(settings.reviewers, settings.var_dir)
     inbox = Inbox(engine, reviewers, settings.helpdesk_ticket_url)
-    stop_metrics = asyncio.Event()  # waiting count and oldest age, refreshed off the event loop
-    metering = asyncio.create_task(
-        metrics.refresh(functools.partial(store.waiting, engine), stop_metrics)
-    )
     try:
         service = Service(
             settings,
@@ -42,35 +37,31 @@ async def run(settings: InboxApiSettings) -> None:
         for layer in web.middleware():  # before the server starts
             service.app.add_middleware(layer.cls, *layer.args, **layer.kwargs)
         async with service as svc:
+            # the waiting count and the oldest item's age, read off the event loop
+            read = functools.partial(store.waiting, engine)
+            svc.every(metrics.REFRESH_SECONDS, lambda: metrics.refresh(read), name="inbox metrics")
             if not reviewers:
                 log.warning("no reviewer tokens configured: every API call will get 401")
             if svc.bus is not None:
                 projection = Projection(engine)
                 await svc.consume(
-                    Consumer.of(
-                        catalog.INBOX_API.consumer("inbox_api"),
-                        projection.on_message,
-                        **settings.consumer_options(),
-                    )
+                    "inbox_api",
+                    {
+                        subjects.INBOX_ITEM: projection.on_item,
+                        subjects.INBOX_WITHDRAWN: projection.on_withdrawn,
+                        subjects.INBOX_OVERDUE: projection.on_overdue,
+                    },
+                    payload={
+                        subjects.INBOX_ITEM: InboxItem,
+                        subjects.INBOX_WITHDRAWN: Withdrawal,
+                        subjects.INBOX_OVERDUE: Overdue,
+                    },
                 )
-                await svc.consume(
-                    Consumer.of(
-                        catalog.INBOX_API.consumer("inbox_api-results"),
-                        Results(engine).on_result,
-                        **settings.consumer_options(),
-                    )
+                await svc.consume("inbox_api-results", Results(engine).on_result)
+                bus = svc.bus
+                svc.every(
+                    settings.relay_interval, lambda: relay(bus, engine), name="decision relay"
                 )
-                stop = asyncio.Event()
-                relaying = asyncio.create_task(
-                    relay(svc.bus, engine, settings.relay_interval, stop)
-                )
-                await svc.until_stopped()
-                stop.set()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await relaying
-            else:
-                await svc.until_stopped()
+            await svc.until_stopped()
     finally:
-        stop_metrics.set()
-        await metering
         engine.dispose()

@@ -10,18 +10,15 @@ alerting. Decisions are counted where they are recorded, per process (aggregate 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from prometheus_client import REGISTRY, Counter, Gauge
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from shared.db import report_failed_pass
 from shared.inbox import (
     CATEGORIES,
     DECISION_TYPES,
@@ -86,16 +83,7 @@ def record(count: int, oldest: dt.datetime | None) -> None:
     OLDEST.created = None if oldest is None else oldest.timestamp()
 
 
-async def refresh(
-    read: Callable[[], tuple[int, dt.datetime | None]],
-    stop: Any,
-    interval: float = REFRESH_SECONDS,
-) -> None:
-    """Until `stop` is set: read (waiting count, oldest created_at) in a thread and record it."""
-    while not stop.is_set():
-        try:
-            record(*await asyncio.to_thread(read))
-        except Exception as exc:  # keep the last values; the next pass retries
-            report_failed_pass(log, "inbox metrics refresh", exc)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), interval)
+async def refresh(read: Callable[[], tuple[int, dt.datetime | None]]) -> None:
+    """Read (waiting count, oldest created_at) in a thread and record it: the inbox's periodic
+    work every REFRESH_SECONDS (a failed pass keeps the last values)."""
+    record(*await asyncio.to_thread(read))

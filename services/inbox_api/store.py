@@ -96,6 +96,7 @@ class ItemRow(SQLModel, table=True):
     round_messages: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     overdue_since: dt.date | None = None
     withdrawn_reason: str | None = None
+    traceparent: str | None = None  # the trace the item belongs to: its decision continues it
 
 
 class DecisionRow(SQLModel, table=True):
@@ -179,7 +180,7 @@ def create_tables(engine: Engine) -> None:
 # -- projection --------------------------------------------------------------------------------
 
 
-def project(engine: Engine, item: InboxItem) -> bool:
+def project(engine: Engine, item: InboxItem, traceparent: str | None = None) -> bool:
     """Store one item version; True if it was new. Order-independent: versions of one thread
     may arrive in any order, and concurrently, and end in the same rows."""
     with Session(engine, expire_on_commit=False) as session:
@@ -215,6 +216,7 @@ def project(engine: Engine, item: InboxItem) -> bool:
                 customer=item.customer.model_dump(mode="json") if item.customer else None,
                 conversation=[m.model_dump(mode="json") for m in item.conversation],
                 round_messages=list(item.round_messages),
+                traceparent=traceparent,
             )
         )
         try:
@@ -445,6 +447,12 @@ def decide(
             decided_at=decided_at,
             round=row.round or "r1",
         )
+
+
+def traceparent_of(engine: Engine, item_id: str) -> str | None:
+    with Session(engine) as session:
+        row = session.get(ItemRow, item_id)
+        return row.traceparent if row else None
 
 
 def mark_published(engine: Engine, thread: str, version: int) -> None:

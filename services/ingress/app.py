@@ -22,12 +22,12 @@ from starlette.routing import Route
 
 from shared.bodies import BodyRefused, closing, read_limited
 from shared.bus import Bus
+from shared.bus.pipeline import Pipeline
 from shared.errors import PermanentError, TransientError
 from shared.signatures import SignatureError, TimestampError
 
 from . import metrics
 from .intake import RequestError, event_for, parse_json, verify
-from .recorder import Recorder
 from .replays import Replays
 from .sources import Source
 
@@ -131,14 +131,14 @@ async def _receive(request: Request, intake: Intake, source: Source | None) -> R
         except TransientError as exc:
             log.warning("replay ledger unavailable: %s", exc, extra={"event_id": event.msg_id})
             return _unavailable(intake)
-    recorder: Recorder = request.app.state.recorder
+    pipeline: Pipeline = request.app.state.pipeline
     started = time.perf_counter()
     try:
-        if recorder.attached:
-            published = await recorder.record(
+        if pipeline.attached:
+            published = await pipeline.record(
                 event.subject, body, msg_id=event.msg_id, headers=event.headers
             )
-        else:  # connected a moment ago; the recorder is on its way
+        else:  # connected a moment ago; the pipeline is on its way
             published = await bus.publish(
                 event.subject, body, msg_id=event.msg_id, headers=event.headers
             )

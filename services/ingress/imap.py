@@ -144,13 +144,17 @@ async def poll_once(mailbox: Mailbox, bus: Bus, source: str) -> int:
 async def run(settings: ImapSettings) -> None:
     mailbox = Mailbox(settings)
     async with Service(settings) as svc:
-        while svc.bus is not None:
-            try:
-                count = await poll_once(mailbox, svc.bus, settings.imap_source)
+        if svc.bus is not None:
+            bus = svc.bus
+
+            async def poll() -> None:
+                try:
+                    count = await poll_once(mailbox, bus, settings.imap_source)
+                except (imaplib.IMAP4.error, OSError) as exc:
+                    log.warning("mailbox poll failed: %s", exc.__class__.__name__)
+                    return
                 if count:
                     log.info("stored %d mails", count)
-            except (imaplib.IMAP4.error, OSError) as exc:
-                log.warning("mailbox poll failed: %s", exc.__class__.__name__)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(svc.until_stopped(), settings.imap_interval)
-                break
+
+            svc.every(settings.imap_interval, poll, name="mailbox poll")
+        await svc.until_stopped()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared import headers as h
-from shared import ids, jsonpath, subjects
+from shared import ids, jsonpath, subjects, trace
 from shared.envelope import decode_json
 from shared.errors import PermanentError
 from shared.signatures import (
@@ -171,7 +171,8 @@ def nats_headers(
     allowed: frozenset[str] = DEFAULT_ALLOWED,
 ) -> dict[str, str]:
     """The stored event's headers: those request headers `allowed` names (lower-case), never a
-    credential, then ours."""
+    credential, then ours, the trace the event starts (or continues: a valid `traceparent` from
+    the request) among them."""
     kept: dict[str, str] = {}
     for name, value in raw_headers:
         lower = _storable(name)
@@ -181,6 +182,8 @@ def nats_headers(
         if _CONTROL.search(clean):
             continue
         kept[name] = f"{kept[name]}, {clean}" if name in kept else clean
+    caller = trace.of(dict(raw_headers))  # a webhook sender's own trace is continued
+    kept[trace.HEADER] = (caller.child() if caller else trace.Trace.new()).header
     kept.update(
         {
             h.SOURCE: source,

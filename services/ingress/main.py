@@ -5,13 +5,13 @@ from __future__ import annotations
 import gc
 import logging
 
+from shared.bus.pipeline import Pipeline
 from shared.ledger import Ledger
 from shared.service import Service
 from shared.settings import IngressSettings
 
 from . import metrics, sources
 from .app import Intake, routes
-from .recorder import Recorder
 from .replays import Replays
 
 log = logging.getLogger(__name__)
@@ -39,12 +39,12 @@ async def run(settings: IngressSettings) -> None:
     metrics.initialise(configured)
     intake = Intake(configured, settings.max_body, settings.retry_after, settings.body_timeout)
     untimed = sorted(name for name, source in configured.items() if not source.timestamped)
-    recorder = Recorder(settings.publish_timeout, settings.service)
+    pipeline = Pipeline(settings.publish_timeout, settings.service)
     replays = Replays()
-    state = {"intake": intake, "recorder": recorder, "replays": replays}
-    async with recorder, Service(settings, routes=routes, state=state) as svc:
+    state = {"intake": intake, "pipeline": pipeline, "replays": replays}
+    async with pipeline, Service(settings, routes=routes, state=state) as svc:
         if svc.bus is not None:
-            await recorder.attach(svc.bus)
+            await pipeline.attach(svc.bus)
             if untimed:
                 replays.attach(await Ledger.open(svc.bus.js, svc.name))
         settle_gc()

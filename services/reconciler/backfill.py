@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from prometheus_client import Counter, Gauge, Histogram
 
 from shared import headers as h
-from shared import ids, subjects
+from shared import ids, subjects, trace
 from shared.bus import Bus
 from shared.ledger import Ledger
 from shared.source import SourceSystem, Ticket
@@ -52,7 +52,9 @@ class Run:
 
 
 def event_headers(ticket_id: str, event_type: str, msg_id: str) -> dict[str, str]:
+    """What ingress stores with an event, for one the reconciler found: a trace starts here."""
     return {
+        trace.HEADER: trace.Trace.new().header,
         h.SOURCE: SOURCE,
         h.EVENT_ID: msg_id,
         h.EVENT_TYPE: event_type,

@@ -30,6 +30,28 @@ class Jobs:
     state: State
     started_at: dt.datetime
 
+    @classmethod
+    async def open(
+        cls,
+        settings: ReconcilerSettings,
+        source: SourceSystem,
+        bus: Bus,
+        started_at: dt.datetime,
+        *,
+        name: str = "reconciler",
+    ) -> Jobs:
+        """The jobs on `bus`, with the reconciler's own ledger (`name`'s), the router's ledger
+        read only, and the reconciler's cursors and last-run times."""
+        return cls(
+            settings,
+            source,
+            bus,
+            await Ledger.open(bus.js, name),
+            await Ledger.reader(bus.js, name, "router"),
+            await State.open(bus.js),
+            started_at,
+        )
+
     async def backfill(self) -> Run:
         s = self.settings
         return await backfill(
@@ -67,6 +89,11 @@ class Jobs:
             await report.post_to_slack(s.slack_webhook_url.get_secret_value(), text)
         await self.state.set_time(LAST_REPORT, now)
         return text
+
+    async def run_due(self) -> None:
+        """One pass of the service's periodic work: the backfill, then the scheduled jobs."""
+        await self.backfill()
+        await self.due_crons(dt.datetime.now(dt.UTC))
 
     async def due_crons(self, now: dt.datetime) -> None:
         """Run the stale scan and the report if their slot today has not run yet.

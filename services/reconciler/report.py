@@ -13,60 +13,17 @@ from collections import Counter
 from typing import Any
 
 import httpx
-import nats.js.errors as js_errors
-from nats.js.api import RawStreamMsg
 
 from shared import deadletters, subjects
-from shared import headers as h
 from shared.bus import Bus
 from shared.envelope import Envelope
+from shared.history import stored_since
 from shared.logging import redact
 from shared.results import REPORT_DAILY, event_id
 
 log = logging.getLogger(__name__)
 
 SOURCE = "/desk/reconciler"
-
-
-async def stored_since(bus: Bus, stream: str, start: dt.datetime) -> list[RawStreamMsg]:
-    """Every message stored in `stream` since `start`, read message by message.
-
-    No consumer is created: the reconciler may only read single messages (`shared.catalog`).
-    The first message at or after `start` is found by bisecting the stream's sequences."""
-    info = await bus.js.stream_info(stream)
-    first, last = info.state.first_seq, info.state.last_seq
-    if not info.state.messages:
-        return []
-    start = start.astimezone(dt.UTC)
-    lo, hi = first, last + 1  # the answer is in [lo, hi]; hi means "none"
-    while lo < hi:
-        mid = (lo + hi) // 2
-        msg = await _next_msg(bus, stream, mid)
-        if msg is None or msg.seq is None:
-            hi = mid
-        elif msg.time is not None and msg.time >= start:
-            hi = mid
-        else:
-            lo = msg.seq + 1
-    found: list[RawStreamMsg] = []
-    seq = lo
-    while seq <= last:
-        msg = await _next_msg(bus, stream, seq)
-        if msg is None or msg.seq is None:
-            break
-        found.append(msg)
-        seq = msg.seq + 1
-    return found
-
-
-async def _next_msg(bus: Bus, stream: str, seq: int) -> RawStreamMsg | None:
-    """The first message stored at or after `seq`."""
-    try:
-        return await bus.js.get_msg(
-            stream, seq=seq, subject=subjects.STREAM_SUBJECTS[stream][0], next=True
-        )
-    except js_errors.NotFoundError:
-        return None
 
 
 async def inbox_figures(url: str, token: str, start: dt.datetime) -> dict[str, Any]:
@@ -179,12 +136,7 @@ async def publish(bus: Bus, report: dict[str, Any], now: dt.datetime) -> None:
     envelope = Envelope(
         id=rid, source=SOURCE, type=REPORT_DAILY, subject=report["date"], time=now, data=report
     )
-    await bus.publish(
-        subjects.result(REPORT_DAILY),
-        envelope.to_bytes(),
-        msg_id=rid,
-        headers={h.CONTENT_TYPE: h.CLOUDEVENTS_JSON},
-    )
+    await bus.publish_envelope(subjects.result(REPORT_DAILY), envelope)
 
 
 async def post_to_slack(url: str, text: str) -> bool:

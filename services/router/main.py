@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from shared import catalog
-from shared.consumer import Consumer
 from shared.envelope import decode_json
 from shared.ledger import Ledger
 from shared.service import Service
@@ -18,12 +16,5 @@ async def run(settings: RouterSettings) -> None:
     async with Service(settings) as svc:
         if svc.bus is not None:
             router = Router(svc.bus, rules, await Ledger.open(svc.bus.js, svc.name))
-            await svc.consume(
-                Consumer.of(
-                    catalog.ROUTER.consumer("router"),
-                    router.handle,
-                    decode=decode_json,
-                    **settings.consumer_options(),
-                )
-            )
+            await svc.consume("router", router.handle, decode=decode_json)
         await svc.until_stopped()

@@ -1,9 +1,11 @@
 """Delivery channels behind the outbox. `webhook` POSTs the reply with an Idempotency-Key.
 
-Outcomes: delivered (2xx), failed (4xx other than 429: retrying cannot help), retry (429, 5xx,
-could not connect: nothing was received; the breaker or the rate limit refusing the call raises
-`Unavailable` instead: no request was made), unknown (the request went out and no answer came
-back: re-checked by sending again with the same Idempotency-Key, never as a new message).
+Outcomes, the status read by `shared.answers`: delivered (2xx), failed (a permanent answer:
+the other 4xx, retrying cannot help), retry (a transient answer: 408, 409, 425, 429, 5xx, with
+its Retry-After; or could not connect: nothing was received; the breaker or the rate limit
+refusing the call raises `Unavailable` instead: no request was made), unknown (the request went
+out and no answer came back: re-checked by sending again with the same Idempotency-Key, never
+as a new message).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Literal
 
 import httpx
 
+from shared import answers
 from shared.errors import Unavailable
 from shared.signatures import standard_sign
 
@@ -32,13 +35,6 @@ class Attempt:
     duration_ms: int
     error: str | None = None
     retry_after: float | None = None
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    try:
-        return float(response.headers.get("retry-after", ""))
-    except ValueError:
-        return None
 
 
 class WebhookChannel:
@@ -114,12 +110,14 @@ class WebhookChannel:
                 "unknown", None, _ms(started), f"broken exchange: {exc.__class__.__name__}"
             )
         code = response.status_code
-        if 200 <= code < 300:
+        verdict = answers.kind(code)
+        if verdict == "ok":
             self.breaker.record(True)
             return Attempt("delivered", code, _ms(started))
-        if code == 429 or code >= 500:
+        if verdict == "transient":
             self.breaker.record(False)
-            return Attempt("retry", code, _ms(started), f"answered {code}", _retry_after(response))
+            wait = answers.retry_after(response.headers)
+            return Attempt("retry", code, _ms(started), f"answered {code}", wait)
         self.breaker.record(True)  # the channel works; it refused this request for good
         return Attempt("failed", code, _ms(started), f"refused with {code}: {response.text[:200]}")
 

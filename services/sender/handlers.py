@@ -18,10 +18,9 @@ import logging
 from typing import Any
 
 from prometheus_client import Counter
-from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 
-from shared import conversation, ids, subjects
+from shared import conversation, ids
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError, Unavailable
@@ -130,10 +129,7 @@ class Sender:
         return self.channel.name if self.channel else "outbox"
 
     async def on_item(self, delivery: Delivery[Envelope]) -> None:
-        try:
-            item = InboxItem.model_validate(delivery.body.data)
-        except ValidationError as exc:
-            raise PermanentError(f"not an inbox item: {exc.errors()[0]['msg']}") from None
+        item: InboxItem = delivery.payload  # checked by the runtime (Consumer.payload)
         answering = next(
             (m for m in reversed(item.conversation) if m.id in set(item.round_messages)), None
         )
@@ -160,19 +156,9 @@ class Sender:
         )
         await asyncio.to_thread(store.see_item, self.engine, row)
 
-    async def on_message(self, delivery: Delivery[Envelope]) -> None:
-        """Items and withdrawals, told apart by the subject they arrived on."""
-        if delivery.subject == subjects.INBOX_WITHDRAWN:
-            await self.on_withdrawn(delivery)
-        else:
-            await self.on_item(delivery)
-
     async def on_withdrawn(self, delivery: Delivery[Envelope]) -> None:
         """The drafter took a waiting draft back: publish `item.withdrawn`, once."""
-        try:
-            notice = Withdrawal.model_validate(delivery.body.data)
-        except ValidationError as exc:
-            raise PermanentError(f"not a withdrawal: {exc.errors()[0]['msg']}") from None
+        notice: Withdrawal = delivery.payload
         result = _result(
             ITEM_WITHDRAWN,
             notice.item_id,
@@ -191,10 +177,7 @@ class Sender:
         self.relay.wake()
 
     async def on_decision(self, delivery: Delivery[Envelope]) -> None:
-        try:
-            decision = Decision.model_validate(delivery.body.data)
-        except ValidationError as exc:
-            raise PermanentError(f"not a decision: {exc.errors()[0]['msg']}") from None
+        decision: Decision = delivery.payload
         if decision.type == "response":
             return  # feedback goes back to the drafter; nothing leaves the building
         # a newer version of the same round (a redraft) replaces this one; a newer round is the

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 
-from shared import catalog
-from shared.consumer import Consumer
+from shared import subjects
 from shared.db import database_url, make_engine, reachable
+from shared.inbox import Decision, InboxItem, Withdrawal
 from shared.ledger import Ledger
 from shared.service import Service
 from shared.settings import ConfigError, SenderSettings
@@ -79,14 +78,15 @@ async def run(settings: SenderSettings) -> None:
     notifier: Notifier | None = None
     engine = make_engine(database_url(settings.database_url, settings.var_dir, "sender"))
     await asyncio.to_thread(store.create_tables, engine)
+    await asyncio.to_thread(notifications.create_tables, engine)
     try:
         checks = {"database": functools.partial(reachable, engine)}
         async with Service(settings, checks=checks) as svc:
             if svc.bus is None:
                 return
             log.info("delivering through %s", channel.url if channel else "the outbox only")
-            relay = Relay(svc.bus, engine, settings.relay_interval)
-            relaying = asyncio.create_task(relay.run())  # at start-up: republish what a crash left
+            relay = Relay(svc.bus, engine)
+            relay.start(svc, settings.relay_interval)  # at once: republish what a crash left
             sender = Sender(
                 engine,
                 relay,
@@ -98,16 +98,16 @@ async def run(settings: SenderSettings) -> None:
                 lease_ttl=max(5.0, settings.ack_wait),
                 lease_wait=settings.channel_connect_timeout + settings.channel_read_timeout + 15,
             )
-            options = settings.consumer_options()
             await svc.consume(
-                Consumer.of(catalog.SENDER.consumer("sender-items"), sender.on_message, **options)
+                "sender-items",
+                {
+                    subjects.INBOX_ITEM: sender.on_item,
+                    subjects.INBOX_WITHDRAWN: sender.on_withdrawn,
+                },
+                payload={subjects.INBOX_ITEM: InboxItem, subjects.INBOX_WITHDRAWN: Withdrawal},
             )
-            await svc.consume(
-                Consumer.of(catalog.SENDER.consumer("sender"), sender.on_decision, **options)
-            )
-
-            # -- supervisor notifications: the router's `notify` target (work.notify.>) ------
-            await asyncio.to_thread(notifications.create_tables, engine)
+            await svc.consume("sender", sender.on_decision, payload=Decision)
+            # supervisor notifications: the router's `notify` target (work.notify.>)
             notifier = Notifier(
                 engine,
                 relay,
@@ -122,15 +122,8 @@ async def run(settings: SenderSettings) -> None:
                 "supervisor notifications: %s",
                 "posted to the incoming webhook" if notifier.webhook else "logged only",
             )
-            await svc.consume(
-                Consumer.of(catalog.SENDER.consumer("sender-notify"), notifier.on_event, **options)
-            )
-            # -- end of supervisor notifications ------------------------------------------
-
+            await svc.consume("sender-notify", notifier.on_event)
             await svc.until_stopped()
-            relay.stop()
-            with contextlib.suppress(asyncio.CancelledError):
-                await relaying
     finally:
         if channel is not None:
             await channel.close()

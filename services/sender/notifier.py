@@ -5,12 +5,14 @@ from the helpdesk when it can be, else what the event says) is posted as `{"text
 incoming webhook, behind timeouts, a circuit breaker and a rate limit like the reply channel.
 Without a webhook the notification is logged and counted, and still recorded as sent (`log`).
 
-| webhook answer                        | outcome                                           |
-|---------------------------------------|---------------------------------------------------|
-| 2xx                                   | `notify.sent`                                     |
-| 429, 5xx, no connection, timeout      | retried with backoff (Retry-After honoured)       |
-| other 4xx                             | `notify.failed`, not retried                      |
-| retryable, on the last allowed attempt| `notify.failed`                                   |
+| webhook answer                                  | outcome                                     |
+|-------------------------------------------------|---------------------------------------------|
+| 2xx                                             | `notify.sent`                               |
+| 408, 409, 425, 429, 5xx, no connection, timeout | retried with backoff (Retry-After honoured) |
+| other 4xx (and 3xx)                             | `notify.failed`, not retried                |
+| retryable, on the last allowed attempt          | `notify.failed`                             |
+
+The status is read by `shared.answers`, the rule every outbound client shares.
 
 A post whose answer never came (a read timeout) is retried, so a webhook that was slow but did
 receive it may show the message twice: incoming webhooks take no idempotency key, and a missed
@@ -28,7 +30,7 @@ import httpx
 from prometheus_client import Counter
 from sqlalchemy.engine import Engine
 
-from shared import ids, jsonpath, subjects
+from shared import answers, ids, jsonpath, subjects
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError
@@ -105,21 +107,16 @@ class SlackWebhook:
             self.breaker.record(False)
             return Attempt("retry", None, f"no answer: {exc.__class__.__name__}")
         code = response.status_code
-        if 200 <= code < 300:
+        verdict = answers.kind(code)
+        if verdict == "ok":
             self.breaker.record(True)
             return Attempt("sent", code)
-        if code == 429 or code >= 500:
+        if verdict == "transient":
             self.breaker.record(False)
-            return Attempt("retry", code, f"answered {code}", _retry_after(response))
+            wait = answers.retry_after(response.headers)
+            return Attempt("retry", code, f"answered {code}", wait)
         self.breaker.record(True)  # the webhook works; it refused this message for good
         return Attempt("failed", code, f"refused with {code}: {response.text[:200]}")
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    try:
-        return max(0.0, float(response.headers.get("retry-after", "")))
-    except ValueError:
-        return None
 
 
 class Notifier:

@@ -1,24 +1,24 @@
 """The transactional-outbox relay: result rows → `results.<type>` (CloudEvents), then marked.
 
-Runs at start-up and whenever woken (or every interval), so a crash between the commit and the
-publish republishes; the msg id (= the event id) makes that a no-op for subscribers.
+Runs at start-up and whenever woken (or every interval), as the service's periodic work, so a
+crash between the commit and the publish republishes; the msg id (= the event id) makes that a
+no-op for subscribers.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from sqlalchemy.engine import Engine
 
-from shared import headers as h
-from shared import subjects
+from shared import subjects, trace
 from shared.bus import Bus
-from shared.db import report_failed_pass
 from shared.envelope import Envelope
 from shared.errors import PermanentError, TransientError
+from shared.periodic import Periodic
 from shared.results import SOURCE_SENDER
+from shared.service import Service
 
 from . import store
 
@@ -26,33 +26,20 @@ log = logging.getLogger(__name__)
 
 
 class Relay:
-    def __init__(self, bus: Bus, engine: Engine, interval: float) -> None:
+    def __init__(self, bus: Bus, engine: Engine) -> None:
         self.bus = bus
         self.engine = engine
-        self.interval = interval
-        self._wake = asyncio.Event()
-        self._stop = asyncio.Event()
+        self._periodic: Periodic | None = None
+
+    def start(self, svc: Service, interval: float) -> None:
+        """Relay now (what a crash left), whenever woken, every `interval`, and once more after
+        the last handler on stop."""
+        self._periodic = svc.every(interval, self.publish_pending, name="result relay", final=True)
 
     def wake(self) -> None:
-        self._wake.set()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-
-    async def run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.clear()
-            try:
-                await self.publish_pending()
-            except Exception as exc:  # keep relaying; the next pass retries
-                report_failed_pass(log, "result relay pass", exc)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.interval)
-        try:
-            await self.publish_pending()  # what the last handlers wrote before the stop
-        except Exception as exc:  # left for the next start, which relays first
-            report_failed_pass(log, "last result relay pass", exc)
+        """A result row was committed: relay it now rather than at the next interval."""
+        if self._periodic is not None:
+            self._periodic.wake()
 
     async def publish_pending(self) -> int:
         published = 0
@@ -66,12 +53,8 @@ class Relay:
                 data=row.data,
             )
             try:
-                await self.bus.publish(
-                    subjects.result(row.type),
-                    envelope.to_bytes(),
-                    msg_id=row.id,
-                    headers={h.CORRELATION_ID: row.id, h.CONTENT_TYPE: h.CLOUDEVENTS_JSON},
-                )
+                with trace.continued(trace.Trace.parse(row.traceparent)):
+                    await self.bus.publish_envelope(subjects.result(row.type), envelope)
             except (TransientError, PermanentError) as exc:
                 log.warning("result %s not published yet: %s", row.id, exc)
                 return published

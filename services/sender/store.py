@@ -10,6 +10,7 @@ a relay publishes the result events and marks them published.
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import JSON, Column, DateTime
@@ -17,7 +18,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, func, select
 
-from shared.db import add_missing_columns
+from shared import trace
+from shared.db import add_missing_columns, database_url, make_engine
 from shared.logging import redact
 
 DeliveryStatus = Literal["pending", "delivered", "failed", "unknown", "withdrawn"]
@@ -65,6 +67,8 @@ class ResultRow(SQLModel, table=True):
     data: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
     created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), index=True))
     published: bool = Field(default=False, index=True)
+    # the trace of the work that produced it (shared.trace): the event continues it
+    traceparent: str | None = Field(default_factory=trace.current_header)
 
 
 class AuditRow(SQLModel, table=True):
@@ -240,6 +244,16 @@ def mark_published(engine: Engine, result_id: str) -> None:
 def outbox_rows(engine: Engine) -> list[OutboxRow]:
     with Session(engine, expire_on_commit=False) as session:
         return list(session.exec(select(OutboxRow).order_by(col(OutboxRow.created_at))).all())
+
+
+def read_outbox(configured: str | None, var_dir: Path) -> list[OutboxRow]:
+    """Every outbox row, oldest first, from the database the sender keeps them in: `configured`
+    (DESK_DATABASE_URL) when set, else the sender's SQLite file under `var_dir`."""
+    engine = make_engine(database_url(configured, var_dir, "sender"))
+    try:
+        return outbox_rows(engine)
+    finally:
+        engine.dispose()
 
 
 def audit_rows(engine: Engine) -> list[AuditRow]:

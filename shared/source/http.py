@@ -6,15 +6,15 @@ A list answer is an object holding the tickets under `items_key` and the next pa
 `next_key` (null on the last page). The contract, machine-readable: `helpdesk.openapi.json`
 next to this module (`CONTRACT`).
 
-Errors are mapped here: 404 on a ticket → `ticket_not_found`; 429, 5xx, timeouts and connection
-failures → `TransientError` (with Retry-After seconds); other 4xx and malformed answers →
+Errors are mapped here: 404 on a ticket → `ticket_not_found`; any other status by
+`shared.answers` (408, 409, 425, 429 and 5xx → `TransientError` with the Retry-After, other 4xx
+→ `PermanentError`); timeouts and connection failures → `TransientError`; malformed answers →
 `PermanentError`. The auth value goes into a header and nowhere else (no log, no message).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import email.utils
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -22,6 +22,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import TypeAdapter, ValidationError
 
+from .. import answers
 from ..errors import PermanentError, TransientError
 from .base import Ticket, TicketPage, ticket_not_found
 
@@ -35,24 +36,6 @@ def in_order(ticket: Ticket) -> Ticket:
     asks for that order, and rounds depend on it, so a helpdesk listing newest first is mended."""
     ordered = sorted(ticket.messages, key=lambda m: m.created_at)
     return ticket if ordered == ticket.messages else ticket.model_copy(update={"messages": ordered})
-
-
-def retry_after(value: str | None, now: dt.datetime | None = None) -> float | None:
-    """Seconds from a Retry-After header: delta-seconds or an HTTP date; None if absent or bad."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return max(0.0, (when - (now or dt.datetime.now(dt.UTC))).total_seconds())
 
 
 class HttpSource:
@@ -141,10 +124,4 @@ class HttpSource:
     @staticmethod
     def _check(response: httpx.Response, path: str) -> None:
         status = response.status_code
-        if status == 429 or status >= 500:
-            raise TransientError(
-                f"source answered {status} on GET {path}",
-                retry_after=retry_after(response.headers.get("Retry-After")),
-            )
-        if not 200 <= status < 300:
-            raise PermanentError(f"source answered {status} on GET {path}")
+        answers.raise_for(status, f"source answered {status} on GET {path}", response.headers)

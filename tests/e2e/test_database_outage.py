@@ -19,7 +19,7 @@ from desk.natsserver import NatsServer
 from shared import subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
-from tests.fakellm import FakeLLM
+from standins.llm import FakeLLM
 from tests.helpers import eventually, messages, settled
 from tests.inbox_items import draft_item, publish_decision, publish_item
 from tests.services.drafter.conftest import send_event

@@ -77,3 +77,22 @@ async def test_connecting_to_nothing_is_a_transient_error() -> None:
 
     with pytest.raises(TransientError):
         await Bus.connect(f"nats://127.0.0.1:{free_port()}", service="test", reconnect=False)
+
+
+async def test_an_envelope_is_published_once_under_its_own_id_with_what_it_belongs_to(
+    bus: Bus,
+) -> None:
+    from shared import headers as h
+    from shared.envelope import Envelope
+
+    envelope = Envelope(
+        id="inbox.item:T1:r1:v1", source="/desk/drafter", type="inbox.item", correlationid="e7"
+    )
+    first = await bus.publish_envelope(subjects.INBOX_ITEM, envelope)
+    again = await bus.publish_envelope(subjects.INBOX_ITEM, envelope)
+    assert not first.duplicate and again.duplicate
+    [stored] = await messages(bus.js, subjects.INBOX)
+    assert Envelope.model_validate_json(stored.data) == envelope
+    assert stored.headers[h.MSG_ID] == "inbox.item:T1:r1:v1"
+    assert stored.headers[h.CORRELATION_ID] == "e7"
+    assert stored.headers[h.CONTENT_TYPE] == h.CLOUDEVENTS_JSON

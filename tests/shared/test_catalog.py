@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlmodel import SQLModel
 
-from chaos import harness
+from chaos.harness import stack as harness
 from desk import cli, stack
 from services.inbox_api import store as inbox_store
 from services.sender import notifications

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from prometheus_client import REGISTRY
+from pydantic import BaseModel
 
 from shared import subjects
 from shared.bus import Bus
@@ -323,3 +324,44 @@ async def test_stopping_hands_a_waiting_delivery_back_at_once(bus: Bus) -> None:
     async with running(bus, consumer(next_replica)):  # handed back: the next one takes it
         await eventually(lambda: settled(bus), timeout=5, message="taken by the next replica")
     assert len(done) == 1 and done[0] > 1
+
+
+class Ticket(BaseModel):
+    ticket: str
+
+
+async def test_the_declared_payload_reaches_the_handler_typed_and_anything_else_dead_letters(
+    bus: Bus,
+) -> None:
+    """The data is checked once, in the runtime: a handler never sees what is not its model."""
+    seen: list[Any] = []
+
+    async def handler(d: Delivery[Envelope]) -> None:
+        seen.append(d.payload)
+
+    async with running(bus, consumer(handler, payload=Ticket)):
+        await publish(bus, {"ticket": "T1"}, msg_id="good")
+        await publish(bus, {"order": 7}, msg_id="bad")
+        await eventually(lambda: settled(bus), message="both settled")
+    assert seen == [Ticket(ticket="T1")]
+    [dead] = await messages(bus.js, subjects.DLQ)
+    assert dead.headers["Desk-Dlq-Reason"] == "permanent"
+    assert dead.headers["Desk-Dlq-Error"] == "not a Ticket: ticket: Field required"
+    assert dead.headers["Desk-Dlq-Attempts"] == "1"
+
+
+async def test_a_payload_per_subject_and_a_subject_with_none_declared(bus: Bus) -> None:
+    seen: list[Any] = []
+
+    async def handler(d: Delivery[Envelope]) -> None:
+        seen.append(d.payload)
+
+    other = subjects.work("test", "other.kind")
+    async with running(bus, consumer(handler, payload={SUBJECT: Ticket})):
+        await publish(bus, {"ticket": "T2"})
+        data = Envelope(source="test", type="t", data={"ticket": "T3"}).to_bytes()
+        await bus.publish(other, data, msg_id="other")
+        await eventually(lambda: settled(bus), message="both settled")
+    assert seen == [Ticket(ticket="T2")]
+    [dead] = await messages(bus.js, subjects.DLQ)
+    assert dead.headers["Desk-Dlq-Error"] == f"nothing is expected on {other}"

@@ -19,7 +19,6 @@ from desk.natsserver import NatsServer
 from services.inbox_api import store
 from services.inbox_api.handlers import Results
 from services.ingress.imap import Mail, poll_once
-from services.reconciler.report import stored_since
 from services.router.handlers import Router
 from services.router.rules import Rules
 from shared import catalog, deadletters, ids, subjects
@@ -29,6 +28,7 @@ from shared.consumer import Consumer, ConsumerRuntime
 from shared.db import make_engine
 from shared.envelope import Envelope
 from shared.errors import PermanentError
+from shared.history import stored_since
 from shared.ledger import Ledger, ledger_key
 from shared.results import REPLY_SENT, SOURCE_SENDER
 from tests.helpers import eventually, messages

@@ -111,3 +111,45 @@ async def test_a_dependency_the_service_declares_decides_readiness_too(tmp_path:
                 assert (await client.get("/healthz")).status_code == 200
     finally:
         nats.kill()
+
+
+async def test_a_named_consumer_and_periodic_work_are_drained_together_on_stop(
+    tmp_path: Path,
+) -> None:
+    """The consumer comes from the catalog by its durable name; on stop, the handler under way
+    and the pass under way both finish, then the final pass runs, then NATS closes."""
+    from shared import subjects
+    from shared.envelope import Envelope
+    from shared.settings import RouterSettings
+
+    nats = NatsServer(tmp_path / "nats", sync_always=False)
+    nats.start()
+    order: list[str] = []
+    handling = asyncio.Event()
+
+    async def handler(delivery: object) -> None:
+        handling.set()
+        await asyncio.sleep(0.5)
+        order.append("handler finished")
+
+    async def relay() -> None:
+        order.append("relay pass")
+
+    settings = RouterSettings(
+        nats_url=nats.url, http_port=0, drain_timeout=10, ack_wait=5, _env_file=None
+    )
+    try:
+        async with Service(settings) as service:
+            runtime = await service.consume("router", handler)
+            assert runtime is not None and runtime.consumer.stream == subjects.EVENTS
+            relaying = service.every(60, relay, name="relay", final=True)
+            assert service.bus is not None
+            data = Envelope(source="helpdesk", type="ticket.created", data={}).to_bytes()
+            await service.bus.publish(
+                subjects.event("helpdesk", "ticket.created"), data, msg_id="e1"
+            )
+            await asyncio.wait_for(handling.wait(), 10)
+            assert relaying is service.periodic[0]
+        assert order == ["relay pass", "handler finished", "relay pass"]
+    finally:
+        nats.kill()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import email.utils
 import inspect
 import json
 import socket
@@ -19,12 +20,17 @@ import pytest
 from pydantic import BaseModel
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
+from shared import answers
 from shared.errors import PermanentError, TransientError
 from shared.http import HttpServer
 from shared.source import Customer, Message, Ticket, TicketPage
 from shared.source.demo import TICKETS
-from shared.source.http import CONTRACT, HttpSource, retry_after
+from shared.source.http import CONTRACT, HttpSource
 from shared.source.sql import SqlSource
 from tests.helpdesk_server import TOKEN, helpdesk_app
 
@@ -220,14 +226,68 @@ async def test_malformed_answers_are_permanent(api: str) -> None:
         await source.close()
 
 
-def test_retry_after_forms() -> None:
-    now = dt.datetime(2026, 11, 28, 12, 0, tzinfo=dt.UTC)
-    assert retry_after("7") == 7.0
-    assert retry_after(" 1.5 ") == 1.5
-    assert retry_after("Sat, 28 Nov 2026 12:00:30 GMT", now) == 30.0
-    assert retry_after("Sat, 28 Nov 2026 11:00:00 GMT", now) == 0.0
-    assert retry_after("soon") is None
-    assert retry_after(None) is None
+class Scripted:
+    """A stand-in helpdesk that answers every GET with `status` and `headers`."""
+
+    def __init__(self) -> None:
+        self.status = 503
+        self.headers: dict[str, str] = {}
+        app = Starlette(
+            routes=[Route("/tickets", self.answer), Route("/tickets/{id}", self.answer)]
+        )
+        self.server = HttpServer(app, "127.0.0.1", 0)
+
+    async def answer(self, request: Request) -> Response:
+        return Response("scripted", status_code=self.status, headers=self.headers)
+
+
+@pytest.fixture
+async def scripted() -> AsyncIterator[Scripted]:
+    made = Scripted()
+    await made.server.start()
+    try:
+        yield made
+    finally:
+        await made.server.stop()
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (408, TransientError),
+        (409, TransientError),
+        (425, TransientError),
+        (500, TransientError),
+        (400, PermanentError),
+        (403, PermanentError),
+        (410, PermanentError),
+        (422, PermanentError),
+    ],
+)
+async def test_statuses_follow_the_shared_rule(
+    scripted: Scripted, status: int, kind: type[Exception]
+) -> None:
+    scripted.status = status
+    source = client(scripted.server.url)
+    try:
+        with pytest.raises(kind, match=f"source answered {status}"):
+            await source.get_ticket("T1001")
+        with pytest.raises(kind, match=f"source answered {status}"):
+            await source.list_tickets()
+    finally:
+        await source.close()
+
+
+async def test_a_retry_after_http_date_is_honoured(scripted: Scripted) -> None:
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30)
+    scripted.headers = {"Retry-After": email.utils.format_datetime(later, usegmt=True)}
+    source = client(scripted.server.url)
+    try:
+        with pytest.raises(TransientError, match="503") as caught:
+            await source.get_ticket("T1001")
+    finally:
+        await source.close()
+    assert caught.value.retry_after is not None and 28 <= caught.value.retry_after <= 30
 
 
 # -- the contract: shared/source/helpdesk.openapi.json ----------------------------------------
@@ -373,7 +433,7 @@ async def test_the_helpdesk_server_answers_as_the_contract_says(
             assert answer.status_code in (404, 401, 400, 429, 503)
             conforms(contract, path, answer)
         busy = await http.get("/busy/T1001")
-        assert retry_after(busy.headers["Retry-After"]) == 7
+        assert answers.retry_after(busy.headers) == 7
         garbage = await http.get("/garbage/T1001")  # the check can fail: HTML is no answer
         with pytest.raises(AssertionError):
             conforms(contract, "/tickets/{id}", garbage)

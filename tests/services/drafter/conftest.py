@@ -15,7 +15,7 @@ from shared.bus import Bus
 from shared.envelope import Envelope
 from shared.inbox import InboxItem
 from shared.source.events import ticket_event
-from tests.fakellm import FakeLLM
+from standins.llm import FakeLLM
 from tests.helpers import messages
 from tests.inbox_items import publish_decision
 from tests.services_running import ServiceProcess

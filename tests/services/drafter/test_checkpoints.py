@@ -13,7 +13,7 @@ from desk.natsserver import NatsServer
 from services.drafter.checkpoints import postgres_url
 from shared import subjects
 from shared.bus import Bus
-from tests.fakellm import FakeLLM
+from standins.llm import FakeLLM
 from tests.helpers import eventually, messages
 from tests.postgres import POSTGRES_URL, fresh_schema, url_in
 

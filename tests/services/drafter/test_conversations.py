@@ -15,7 +15,7 @@ from shared.envelope import Envelope
 from shared.inbox import InboxItem, Overdue, Withdrawal
 from shared.source.events import ticket_event
 from shared.source.sql import SqlSource
-from tests.fakellm import FakeLLM
+from standins.llm import FakeLLM
 from tests.helpers import eventually, messages
 
 from .conftest import Harness, decide, items, send_event, settled

@@ -8,7 +8,7 @@ from pathlib import Path
 from desk.natsserver import NatsServer
 from shared import subjects
 from shared.bus import Bus
-from tests.fakellm import FakeLLM
+from standins.llm import FakeLLM
 from tests.helpers import eventually, messages
 
 from .conftest import Harness, decide, items, send_event, settled

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
 import json
 import logging
 from collections.abc import Iterator
@@ -10,13 +12,18 @@ from typing import Any, Literal
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_openai import ChatOpenAI
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from services.drafter.model import ask, json_object, learned_mode
 from services.drafter.offline import OfflineDraftModel
 from services.drafter.prompt import JSON_ANSWER, Draft
 from shared.errors import PermanentError, TransientError
+from shared.http import HttpServer
 from shared.inbox import CATEGORIES
-from tests.fakellm import FakeLLM, FormatSupport
+from standins.llm import FakeLLM, FormatSupport, error_body
 
 PROMPT = [SystemMessage("Draft a reply."), HumanMessage("Where is my refund?\n- be kind")]
 
@@ -244,7 +251,14 @@ async def test_an_explicit_json_schema_mode_refused_is_permanent_and_names_the_s
 
 @pytest.mark.parametrize(
     ("status", "message", "retry_after"),
-    [(429, None, 7.0), (503, "tool calls are overloaded", None), (502, None, None)],
+    [
+        (429, None, 7.0),
+        (503, "tool calls are overloaded", None),
+        (502, None, None),
+        (408, None, None),  # shared.answers: 408, 409 and 425 say "not now" too
+        (409, "another request holds the lock", 3.0),
+        (425, None, 2.5),
+    ],
 )
 async def test_rate_limits_and_5xx_in_auto_stay_transient_and_keep_the_mode(
     fake_llm: FakeLLM, status: int, message: str | None, retry_after: float | None
@@ -268,6 +282,46 @@ async def test_a_400_that_is_not_about_tools_is_permanent_without_a_fallback(
     with pytest.raises(PermanentError, match=r"refused the request \(400\)"):
         await ask(model, PROMPT)
     assert len(fake_llm.requests) == 1 and learned_mode(model) == "tool"
+
+
+@pytest.mark.parametrize(
+    ("status", "text"),
+    [
+        (401, r"refused our credentials \(401\)"),
+        (403, r"refused our credentials \(403\)"),
+        (410, r"refused the request \(410\)"),
+        (422, r"refused the request \(422\)"),
+    ],
+)
+async def test_other_4xx_are_permanent_even_with_a_retry_after(
+    fake_llm: FakeLLM, status: int, text: str
+) -> None:
+    fake_llm.fail_next(status, retry_after=5.0, message="nothing to do with the mode")
+    model = client(fake_llm)
+    with pytest.raises(PermanentError, match=text):
+        await ask(model, PROMPT)
+    assert len(fake_llm.requests) == 1 and learned_mode(model) == "tool"
+
+
+async def test_a_retry_after_http_date_is_honoured() -> None:
+    """An endpoint that says when to come back as a date (RFC 9110) rather than in seconds."""
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=40)
+    headers = {"Retry-After": email.utils.format_datetime(later, usegmt=True)}
+
+    async def overloaded(request: Request) -> Response:
+        return JSONResponse(error_body(503, "overloaded"), 503, headers=headers)
+
+    app = Starlette(routes=[Route("/chat/completions", overloaded, methods=["POST"])])
+    server = HttpServer(app, "127.0.0.1", 0)
+    await server.start()
+    try:
+        model = ChatOpenAI(base_url=server.url, api_key="k", model="m", max_retries=0)  # type: ignore[arg-type]
+        with pytest.raises(TransientError, match="answered 503") as raised:
+            await ask(model, PROMPT)
+    finally:
+        await server.stop()
+    assert raised.value.retry_after is not None and 38 <= raised.value.retry_after <= 40
+    assert learned_mode(model) == "tool"
 
 
 @pytest.mark.parametrize("output", ["json_schema", "json"])

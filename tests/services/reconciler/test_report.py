@@ -17,14 +17,12 @@ from shared.bus import Bus
 from shared.consumer import ConsumerRuntime
 from shared.envelope import Envelope
 from shared.errors import PermanentError
-from tests.fakechannel import FakeChannel, fake_channel
+from standins.channel import FakeChannel
 from tests.helpers import eventually, messages
 from tests.inbox_items import draft_item, publish_item
 from tests.services.inbox_api.conftest import REVIEWER, VIEWER, write_credentials
 from tests.services.shared_consumer import consumer_for
 from tests.services_running import ROOT, ServiceProcess
-
-__all__ = ["fake_channel"]
 
 
 async def test_the_report_lists_a_dead_letter_and_the_oldest_waiting_item(

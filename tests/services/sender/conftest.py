@@ -15,11 +15,8 @@ from shared import subjects
 from shared.bus import Bus
 from shared.db import database_url, make_engine
 from shared.envelope import Envelope
-from tests.fakechannel import fake_channel
 from tests.helpers import messages
 from tests.services_running import ServiceProcess
-
-__all__ = ["fake_channel"]
 
 SECRET = "whsec_c2VuZGVyLWNoYW5uZWwtc2VjcmV0LTMyYnl0ZXM="
 

@@ -11,7 +11,7 @@ from shared.bus import Bus
 from shared.envelope import Envelope
 from shared.inbox import Withdrawal
 from shared.source.sql import SqlSource
-from tests.fakechannel import FakeChannel
+from standins.channel import FakeChannel
 from tests.helpers import eventually, settled
 from tests.inbox_items import draft_item, publish_decision, publish_item
 

@@ -3,7 +3,10 @@ and a real local HTTP server standing in for the Slack-compatible incoming webho
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +14,15 @@ import pytest
 
 from desk.helpdesk import ensure_demo
 from services.sender import notifications
-from services.sender.notifier import message
+from services.sender.breaker import BreakerSettings, CircuitBreaker
+from services.sender.notifier import SlackWebhook, message
+from services.sender.ratelimit import TokenBucket
 from shared import ids, subjects
 from shared.bus import Bus
 from shared.db import database_url, make_engine
 from shared.envelope import Envelope
 from shared.source.events import ticket_event, ticket_ref
-from tests.fakechannel import FakeChannel
+from standins.channel import FakeChannel
 from tests.helpers import eventually
 
 from .conftest import Senders, data, results
@@ -64,6 +69,11 @@ async def settled(bus: Bus) -> bool:
 
 async def published(bus: Bus, kind: str, n: int = 1) -> bool:
     return len(await results(bus, kind)) >= n
+
+
+def http_date(seconds_from_now: float) -> str:
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds_from_now)
+    return email.utils.format_datetime(later, usegmt=True)
 
 
 def rows(senders: Senders) -> list[notifications.NotificationRow]:
@@ -125,6 +135,22 @@ async def test_a_500_then_a_200_is_one_success_after_the_retry_after(
     first, second = (r["at"] for r in fake_channel.requests)
     assert second - first >= 1.9  # Retry-After: 2 wins over the 0.3 s backoff
     assert len(await results(bus, "notify.sent")) == 1
+    [row] = rows(senders)
+    assert (row.status, row.attempts, row.status_code) == ("sent", 2, 200)
+
+
+async def test_a_503_with_a_retry_after_date_is_retried_at_that_date(
+    bus: Bus, senders: Senders, fake_channel: FakeChannel, helpdesk: str
+) -> None:
+    webhook(senders, fake_channel)
+    senders.start()
+    fake_channel.fail_next(503)
+    fake_channel.retry_after = http_date(6)  # at least 5 s from now: whole seconds
+    await route(bus, urgent_event("T1008", "evt_urgent_date"))
+    await eventually(lambda: published(bus, "notify.sent"), timeout=25, message="notify.sent")
+
+    first, second = (r["at"] for r in fake_channel.requests)
+    assert second - first >= 3  # the date wins over the 0.3 s backoff
     [row] = rows(senders)
     assert (row.status, row.attempts, row.status_code) == ("sent", 2, 200)
 
@@ -247,6 +273,54 @@ async def test_without_the_ticket_the_message_says_what_the_event_says(
     assert by_event["email:m-1"].subject is None
     assert data(by_event["email:m-1"])["ticket_id"] is None
     assert by_event["helpdesk:evt_missing"].subject == "T9999"
+
+
+# -- the webhook's reading of an answer, without a broker ----------------------------------------
+
+
+@pytest.fixture
+async def slack(fake_channel: FakeChannel) -> AsyncIterator[SlackWebhook]:
+    made = SlackWebhook(
+        fake_channel.url,
+        connect_timeout=1.0,
+        read_timeout=1.0,
+        breaker=CircuitBreaker(BreakerSettings(window=50, min_samples=50)),
+        bucket=TokenBucket(100, 100),
+    )
+    try:
+        yield made
+    finally:
+        await made.close()
+
+
+@pytest.mark.parametrize("status", [408, 409, 425, 429, 500, 503])
+async def test_a_transient_answer_is_retried_with_its_retry_after(
+    fake_channel: FakeChannel, slack: SlackWebhook, status: int
+) -> None:
+    fake_channel.fail_next(status)
+    fake_channel.retry_after = "4"
+    attempt = await slack.post("hello")
+    assert (attempt.outcome, attempt.status_code, attempt.retry_after) == ("retry", status, 4.0)
+
+
+@pytest.mark.parametrize("status", [400, 403, 404, 410])
+async def test_another_4xx_is_a_failed_notification(
+    fake_channel: FakeChannel, slack: SlackWebhook, status: int
+) -> None:
+    fake_channel.fail_next(status)
+    fake_channel.retry_after = "4"
+    attempt = await slack.post("hello")
+    assert (attempt.outcome, attempt.status_code, attempt.retry_after) == ("failed", status, None)
+
+
+@pytest.mark.parametrize(("value", "lowest", "highest"), [("7", 7, 7), ("date", 28, 30)])
+async def test_the_retry_after_is_read_as_seconds_or_a_date(
+    fake_channel: FakeChannel, slack: SlackWebhook, value: str, lowest: float, highest: float
+) -> None:
+    fake_channel.fail_next(429)
+    fake_channel.retry_after = http_date(30) if value == "date" else value
+    attempt = await slack.post("hello")
+    assert attempt.retry_after is not None and lowest <= attempt.retry_after <= highest
 
 
 # -- the message, without a broker ------------------------------------------------------------

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
+import email.utils
 import json
 
 import pytest
@@ -11,7 +13,7 @@ import pytest
 from shared import subjects
 from shared.bus import Bus
 from shared.signatures import standard_verify
-from tests.fakechannel import FakeChannel
+from standins.channel import FakeChannel
 from tests.helpers import eventually, settled
 from tests.inbox_items import draft_item, publish_decision, publish_item
 from tests.postgres import fresh_schema, url_in
@@ -112,6 +114,24 @@ async def test_a_channel_answering_503_twice_delivers_on_the_third_try_with_grow
     assert times[1] - times[0] >= 0.3 and times[2] - times[1] >= 0.6
     assert set(fake_channel.keys()) == {"T1020/r1/send_reply"}
     assert [a.outcome for a in senders.audit()] == ["retry", "retry", "delivered"]
+
+
+async def test_a_channel_naming_a_date_in_retry_after_is_waited_for_until_then(
+    bus: Bus, senders: Senders, fake_channel: FakeChannel
+) -> None:
+    """Retry-After as an HTTP-date (RFC 9110), read by the rule every client shares."""
+    senders.webhook(fake_channel.url)
+    senders.start()
+    item = draft_item("T1020")
+    await publish_item(bus, item)
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=6)  # at least 5 s: whole seconds
+    fake_channel.fail_next(503)
+    fake_channel.retry_after = email.utils.format_datetime(later, usegmt=True)
+    await publish_decision(bus, item, "accept")
+    await eventually(lambda: results(bus, "reply.sent"), timeout=25, message="delivered")
+    first, second = (r["at"] for r in fake_channel.requests)
+    assert second - first >= 3  # the date wins over the 0.3 s backoff
+    assert [a.outcome for a in senders.audit()] == ["retry", "delivered"]
 
 
 async def test_a_400_fails_with_reply_failed_and_no_retry(

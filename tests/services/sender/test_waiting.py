@@ -8,7 +8,7 @@ import time
 
 from shared import subjects
 from shared.bus import Bus
-from tests.fakechannel import FakeChannel
+from standins.channel import FakeChannel
 from tests.helpers import eventually, messages
 from tests.inbox_items import draft_item, publish_decision, publish_item
 

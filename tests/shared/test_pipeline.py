@@ -1,11 +1,11 @@
-"""The recorder, ingress's publish path, against a real nats-server.
+"""The pipeline, ingress's publish path, against a real nats-server.
 
 What a user relies on: an event is stored once under its id with the headers `Bus.publish`
 would store; a repeat is reported as a duplicate; no stream means `TransientError` after the
 timeout; a lost PubAck is recovered by the fallback without a second copy; concurrent publishes
 each get their own PubAck; and the ingress NATS user's permissions are enough (and no more).
 
-Which path stored an event shows in `desk_publishes_total`: the recorder counts under its own
+Which path stored an event shows in `desk_publishes_total`: the pipeline counts under its own
 service label, `Bus.publish` (the fallback) under the bus's. The tests give the two different
 labels (in ingress they are the same).
 """
@@ -28,11 +28,11 @@ from prometheus_client import REGISTRY
 
 from desk.credentials import nats_passwords
 from desk.natsserver import NatsServer
-from services.ingress.recorder import Recorder, header_block
 from services.ingress.replays import Replays
 from shared import headers as h
 from shared import subjects
 from shared.bus import Bus, NatsAuth, Published
+from shared.bus.pipeline import Pipeline, header_block
 from shared.errors import TransientError
 from shared.ledger import Ledger
 from shared.permissions import ADMIN, authorization_block
@@ -40,7 +40,7 @@ from shared.streams import Topology, provision
 from tests.helpers import eventually, messages
 
 REF = "REF"  # what `Bus.publish` stores, to compare with (dedup ids are per stream)
-RECORDER = "recorder-test"  # the recorder's label; the `bus` fixture's is "test"
+PIPELINE = "pipeline-test"  # the pipeline's label; the `bus` fixture's is "test"
 SUBJECT = subjects.event("helpdesk", "ticket.created")
 
 
@@ -63,15 +63,15 @@ async def count(bus: Bus, stream: str) -> int:
 
 
 @pytest.fixture
-async def recorder(bus: Bus) -> AsyncIterator[Recorder]:
+async def pipeline(bus: Bus) -> AsyncIterator[Pipeline]:
     await bus.js.add_stream(name=REF, subjects=["ref.>"])
-    async with Recorder(5.0, service=RECORDER) as rec:
+    async with Pipeline(5.0, service=PIPELINE) as rec:
         await rec.attach(bus)
         yield rec
 
 
 async def test_an_event_is_stored_once_with_its_id_and_the_headers_bus_publish_stores(
-    bus: Bus, recorder: Recorder
+    bus: Bus, pipeline: Pipeline
 ) -> None:
     headers = {
         "content-type": "application/json",
@@ -83,9 +83,9 @@ async def test_an_event_is_stored_once_with_its_id_and_the_headers_bus_publish_s
         h.CORRELATION_ID: "helpdesk:evt_1",
     }
     body = b'{"id": "evt_1"}'
-    stored_before, fallback_before = published(RECORDER, "stored"), published("test", "stored")
+    stored_before, fallback_before = published(PIPELINE, "stored"), published("test", "stored")
 
-    ack = await recorder.record(SUBJECT, body, msg_id="helpdesk:evt_1", headers=headers)
+    ack = await pipeline.record(SUBJECT, body, msg_id="helpdesk:evt_1", headers=headers)
     reference = await bus.publish("ref.helpdesk", body, msg_id="helpdesk:evt_1", headers=headers)
 
     assert ack == Published(stream=subjects.EVENTS, seq=1, duplicate=False)
@@ -94,16 +94,16 @@ async def test_an_event_is_stored_once_with_its_id_and_the_headers_bus_publish_s
     assert stored[0].headers is not None
     assert stored[0].headers[h.MSG_ID] == "helpdesk:evt_1"
     assert await raw_headers(bus, subjects.EVENTS, 1) == await raw_headers(bus, REF, reference.seq)
-    assert published(RECORDER, "stored") == stored_before + 1  # its own PubAck, no fallback
+    assert published(PIPELINE, "stored") == stored_before + 1  # its own PubAck, no fallback
     assert published("test", "stored") == fallback_before + 1  # only the reference publish
 
-    duplicate_before = published(RECORDER, "duplicate")
-    again = await recorder.record(
+    duplicate_before = published(PIPELINE, "duplicate")
+    again = await pipeline.record(
         SUBJECT, b'{"id": "evt_1", "retried": true}', msg_id="helpdesk:evt_1", headers=headers
     )
     assert again == Published(stream=subjects.EVENTS, seq=1, duplicate=True)
     assert [(m.seq, m.data) for m in await messages(bus.js, subjects.EVENTS)] == [(1, body)]
-    assert published(RECORDER, "duplicate") == duplicate_before + 1
+    assert published(PIPELINE, "duplicate") == duplicate_before + 1
 
 
 TOKEN = "!#$%&'*+-.^_`|~" + string.ascii_letters + string.digits  # what a header name may hold
@@ -132,7 +132,7 @@ examples = itertools.count()
 @example(headers={"X-Forwarded": "a\r\nInjected: yes"}, id_suffix="")
 @example(headers={"A: b": "c"}, id_suffix="")
 async def test_header_block_is_byte_for_byte_what_nats_py_sends(
-    bus: Bus, recorder: Recorder, headers: dict[str, str], id_suffix: str
+    bus: Bus, pipeline: Pipeline, headers: dict[str, str], id_suffix: str
 ) -> None:
     n = next(examples)
     msg_id = f"prop-{n}-{id_suffix}"  # unique even once stripped
@@ -145,13 +145,13 @@ async def test_header_block_is_byte_for_byte_what_nats_py_sends(
         assert str(raised.value) == str(refused)
         before = await count(bus, subjects.EVENTS)
         with pytest.raises(nats_errors.BadHeaderError):
-            await recorder.record(f"events.prop.{n}", b"{}", msg_id=msg_id, headers=headers)
+            await pipeline.record(f"events.prop.{n}", b"{}", msg_id=msg_id, headers=headers)
         assert await count(bus, subjects.EVENTS) == before
         return
     event("stored")
     sent = await raw_headers(bus, REF, reference.seq)
     assert header_block(headers, msg_id) == sent
-    ack = await recorder.record(f"events.prop.{n}", b"{}", msg_id=msg_id, headers=headers)
+    ack = await pipeline.record(f"events.prop.{n}", b"{}", msg_id=msg_id, headers=headers)
     assert not ack.duplicate
     assert await raw_headers(bus, subjects.EVENTS, ack.seq) == sent
 
@@ -160,10 +160,10 @@ async def test_with_no_stream_on_the_subject_record_raises_transient_after_the_t
     bus: Bus,
 ) -> None:
     def failed() -> float:  # in ingress both are "ingress": one failure, counted once
-        return published(RECORDER, "failed") + published("test", "failed")
+        return published(PIPELINE, "failed") + published("test", "failed")
 
     failed_before = failed()
-    async with Recorder(1.0, service=RECORDER) as rec:
+    async with Pipeline(1.0, service=PIPELINE) as rec:
         await rec.attach(bus)
         started = time.monotonic()
         with pytest.raises(TransientError):
@@ -177,17 +177,17 @@ async def test_with_no_stream_on_the_subject_record_raises_transient_after_the_t
     assert 0.95 <= time.monotonic() - started < 1.8
 
     assert sum(s.state.messages for s in await bus.js.streams_info()) == 0  # nowhere
-    assert failed() == failed_before + 2  # one for the recorder, one for Bus.publish
+    assert failed() == failed_before + 2  # one for the pipeline, one for Bus.publish
 
 
 async def test_a_stream_created_after_the_first_attempt_stores_the_event_once(bus: Bus) -> None:
-    async with Recorder(5.0, service=RECORDER) as rec:
+    async with Pipeline(5.0, service=PIPELINE) as rec:
         await rec.attach(bus)
         sent = bus.nc.stats["out_msgs"]
         record = asyncio.create_task(
             rec.record("late.event", b"{}", msg_id="late-1", headers={"X": "1"})
         )
-        # The recorder's attempt and the fallback's first are on the wire (and so reach the
+        # The pipeline's attempt and the fallback's first are on the wire (and so reach the
         # server before the stream is added, on this same connection): both found no stream.
         await eventually(lambda: bus.nc.stats["out_msgs"] >= sent + 2, message="two attempts")
         await bus.js.add_stream(name="LATE", subjects=["late.>"])
@@ -201,7 +201,7 @@ async def test_a_pub_ack_lost_to_a_broker_restart_is_recovered_without_a_second_
     bus: Bus, nats_server: NatsServer
 ) -> None:
     timeout = 5.0
-    async with Recorder(timeout, service=RECORDER) as rec:
+    async with Pipeline(timeout, service=PIPELINE) as rec:
         await rec.attach(bus)
         await asyncio.to_thread(nats_server.stop)
         await eventually(lambda: not bus.connected, message="the client to notice")
@@ -220,19 +220,19 @@ async def test_a_pub_ack_lost_to_a_broker_restart_is_recovered_without_a_second_
         assert (ack.stream, ack.seq) == (subjects.EVENTS, 1)
 
         # Back to its own reply subscription (restored on reconnect), no fallback.
-        before = published(RECORDER, "stored")
+        before = published(PIPELINE, "stored")
         after = await rec.record(SUBJECT, b"{}", msg_id="restart-2", headers={})
         assert after == Published(stream=subjects.EVENTS, seq=2, duplicate=False)
-        assert published(RECORDER, "stored") == before + 1
+        assert published(PIPELINE, "stored") == before + 1
 
 
-async def test_concurrent_records_each_get_their_own_pub_ack(bus: Bus, recorder: Recorder) -> None:
+async def test_concurrent_records_each_get_their_own_pub_ack(bus: Bus, pipeline: Pipeline) -> None:
     n = 500
-    before, fallback_before = published(RECORDER, "stored"), published("test", "stored")
+    before, fallback_before = published(PIPELINE, "stored"), published("test", "stored")
     acks = await asyncio.wait_for(
         asyncio.gather(
             *(
-                recorder.record(
+                pipeline.record(
                     subjects.event("helpdesk", f"type{i % 7}"),
                     b'{"n": %d}' % i,
                     msg_id=f"burst-{i}",
@@ -251,7 +251,7 @@ async def test_concurrent_records_each_get_their_own_pub_ack(bus: Bus, recorder:
         msg = stored[ack.seq]
         assert msg.data == b'{"n": %d}' % i
         assert msg.headers is not None and msg.headers[h.MSG_ID] == f"burst-{i}"
-    assert published(RECORDER, "stored") == before + n  # every one by its own PubAck
+    assert published(PIPELINE, "stored") == before + n  # every one by its own PubAck
     assert published("test", "stored") == fallback_before
 
 
@@ -283,12 +283,12 @@ async def test_the_ingress_user_can_record_events_and_only_events(secured: NatsS
 
         await admin.nc.subscribe("_INBOX_ingress.>", cb=spy)
         await admin.nc.flush()
-        async with Recorder(1.0, service=RECORDER) as rec:
+        async with Pipeline(1.0, service=PIPELINE) as rec:
             await rec.attach(ingress)
-            before = published(RECORDER, "stored")
+            before = published(PIPELINE, "stored")
             ack = await rec.record(SUBJECT, b"{}", msg_id="perm-1", headers={"X": "1"})
             assert ack == Published(stream=subjects.EVENTS, seq=1, duplicate=False)
-            assert published(RECORDER, "stored") == before + 1  # its own PubAck came back
+            assert published(PIPELINE, "stored") == before + 1  # its own PubAck came back
             # under load the client may have asked twice (a slow PubAck); every reply counts
             await eventually(lambda: len(replies) >= 1, message="the PubAck seen by the spy")
             assert all(r.subject.startswith("_INBOX_ingress.") for r in replies)  # its own prefix

@@ -7,6 +7,10 @@ the same id, or answers 503); one the broker refuses for good raises `PermanentE
 With TLS asked for (a CA or a client certificate, or a `tls://` URL) a server that does not
 offer TLS is refused before anything is sent to it: nats-py would otherwise send CONNECT, the
 password in it, in plaintext to whoever answers on the port (see `TlsOnlyClient`).
+
+`publish_envelope` publishes a CloudEvent under its own id. The bus is the one place that knows
+nats-py's internals (its major version is pinned): `pipeline.py` is ingress's pipelined publish
+path; `tests/test_layout.py` keeps them here.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import IntEnum
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -25,16 +30,28 @@ import nats.js.errors as js_errors
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
-from . import headers as h
-from . import metrics
-from .errors import PermanentError, TransientError
+from .. import headers as h
+from .. import metrics, trace
+from ..envelope import Envelope
+from ..errors import PermanentError, TransientError
 
 log = logging.getLogger(__name__)
 
+
 # Server error codes worth retrying with the same msg id.
-_RETRYABLE_API_CODES = {
-    10158,  # duplicate message id is in process (no quorum yet)
-}
+class BrokerCode(IntEnum):
+    """The JetStream API error codes the code branches on, by nats-server's names for them."""
+
+    CONSUMER_NOT_FOUND = 10014  # JSConsumerNotFoundErr
+    NO_MESSAGE_FOUND = 10037  # JSNoMessageFoundErr: an empty stream, a deleted or future seq
+    SEQUENCE_NOT_FOUND = 10043  # JSSequenceNotFoundErrF: delete of a sequence already gone
+    STREAM_NAME_IN_USE = 10058  # JSStreamNameExistErr: the name, with another configuration
+    STREAM_NOT_FOUND = 10059  # JSStreamNotFoundErr
+    STORE_FAILED = 10077  # JSStreamStoreFailedF: a limit refused it (maximum messages/bytes)
+    DUPLICATE_IN_PROCESS = 10158  # JSStreamDuplicateMessageConflict: that id has no quorum yet
+
+
+_RETRYABLE_API_CODES = {BrokerCode.DUPLICATE_IN_PROCESS}
 
 
 @dataclass(frozen=True)
@@ -222,6 +239,28 @@ class Bus:
     def connected(self) -> bool:
         return self.nc.is_connected
 
+    async def publish_envelope(
+        self,
+        subject: str,
+        envelope: Envelope,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Published:
+        """Publish a CloudEvent: its id is the dedup id, and the headers say what it is and
+        what it belongs to (its correlation id, else its own id), plus `headers`."""
+        return await self.publish(
+            subject,
+            envelope.to_bytes(),
+            msg_id=envelope.id,
+            headers={
+                h.CONTENT_TYPE: h.CLOUDEVENTS_JSON,
+                h.CORRELATION_ID: envelope.correlationid or envelope.id,
+                **(headers or {}),
+            },
+            timeout=timeout,
+        )
+
     async def publish(
         self,
         subject: str,
@@ -231,9 +270,11 @@ class Bus:
         headers: Mapping[str, str] | None = None,
         timeout: float | None = None,
     ) -> Published:
-        """Publish and wait for the PubAck, retrying with the same id until `timeout` passes."""
+        """Publish and wait for the PubAck, retrying with the same id until `timeout` passes.
+        The current trace (`shared.trace`) goes with it unless `headers` name one."""
         if not msg_id:
             raise ValueError("every publish needs a dedup id")
+        headers = trace.outgoing(headers)  # the trace this work belongs to, one hop on
         deadline = time.monotonic() + (timeout or self.publish_timeout)
         counter = metrics.PUBLISHES
         delay = 0.05
@@ -255,7 +296,7 @@ class Bus:
             ):
                 pass  # not acknowledged (yet): try again with the same id
             except js_errors.ServiceUnavailableError as exc:
-                if exc.err_code == 10077:  # limits reached: not something a retry fixes soon
+                if exc.err_code == BrokerCode.STORE_FAILED:  # limits: a retry won't fix it soon
                     counter.labels(self.service, "failed").inc()
                     raise TransientError(f"stream full: {exc.description}") from exc
             except nats_errors.ConnectionClosedError as exc:

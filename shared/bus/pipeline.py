@@ -1,9 +1,10 @@
-"""Records events on EVENTS and waits for each PubAck: the publish path of every webhook.
+"""Publishes many messages at once, each waiting for its own PubAck: ingress's publish path
+(every webhook recorded on EVENTS).
 
 `Bus.publish` (nats-py's `js.publish`) opens a request per call: a new reply inbox, a timer,
 a task switch through the request machinery, a dataclass per PubAck, and it encodes the
 headers again character by character. That cost about as much CPU per event as the HTTP
-server spends on a whole request. The recorder keeps one reply
+server spends on a whole request. The pipeline keeps one reply
 subscription for all publishes, one future per publish keyed by a counter, and reads the PubAck
 itself. Every publish still carries its `Nats-Msg-Id` and still waits for its own PubAck: only
 the bookkeeping is shared.
@@ -29,10 +30,10 @@ from nats.aio.subscription import Subscription
 from nats.js.api import Header
 from nats.protocol.command import hpub_cmd
 
-from shared import headers as h
-from shared import metrics
-from shared.bus import Bus, Published
-from shared.errors import TransientError
+from .. import headers as h
+from .. import metrics
+from ..errors import TransientError
+from . import Bus, Published
 
 _NO_RESPONDERS = "503"  # the status the server sends when nothing listens on the subject
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
@@ -43,11 +44,11 @@ _CLEAN_BLOCK = re.compile(rf"(?:{_TOKEN}: (?:[^\s](?:[^\r\n]*[^\s])?)?\r\n)*")
 _RAW = all(hasattr(Client, a) for a in ("_send_command", "_flush_pending"))
 
 
-class Recorder:
+class Pipeline:
     """The publish path of ingress; lives around the `Service` so it outlasts its drain.
 
-    async with Recorder(timeout, "ingress") as recorder, Service(...) as svc:
-        await recorder.attach(svc.bus)
+    async with Pipeline(timeout, "ingress") as pipeline, Service(...) as svc:
+        await pipeline.attach(svc.bus)
     """
 
     def __init__(self, timeout: float, service: str = "ingress") -> None:
@@ -64,8 +65,8 @@ class Recorder:
         self._duplicate = metrics.PUBLISHES.labels(service, "duplicate")
         self._failed = metrics.PUBLISHES.labels(service, "failed")
 
-    async def __aenter__(self) -> Recorder:
-        self._sweeper = asyncio.create_task(self._sweep(), name="recorder-deadlines")
+    async def __aenter__(self) -> Pipeline:
+        self._sweeper = asyncio.create_task(self._sweep(), name="pipeline-deadlines")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -76,7 +77,7 @@ class Recorder:
 
     async def attach(self, bus: Bus) -> None:
         """Start publishing through `bus`: one reply subscription for every PubAck."""
-        assert self._sweeper is not None, "use the recorder as a context manager"
+        assert self._sweeper is not None, "use the pipeline as a context manager"
         # Under the connection's own inbox prefix, so per-service permissions still apply.
         self._prefix = bus.nc.new_inbox() + "."
         self._cut = len(self._prefix)

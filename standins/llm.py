@@ -1,16 +1,18 @@
-"""A real HTTP server speaking the OpenAI chat-completions protocol, for tests.
+"""A real HTTP server speaking the OpenAI chat-completions protocol, for the test suite and
+the fault suite.
 
 The product's model client (`langchain_openai.ChatOpenAI`, i.e. the `openai` SDK) runs its real
 code path against it: nothing is patched. Starlette on uvicorn, bound to 127.0.0.1 on a free
-port, served from a background thread with its own event loop, so it answers in-process async
-tests and code under test running in another process alike.
+port, served from a background thread with its own event loop (`standins.server`), so it
+answers in-process async tests and code under test running in another process alike.
 
     fake = FakeLLM().start()
     llm = ChatOpenAI(base_url=fake.url, api_key="test-key", model="m", max_retries=0)
     ...
     fake.stop()
 
-or use the `fake_llm` fixture (function scope; started, stopped after the test).
+or `with FakeLLM() as fake: ...`, or the test suite's `fake_llm` fixture (tests/conftest.py;
+function scope: started, stopped after the test).
 
 What it answers to `POST /v1/chat/completions`:
 
@@ -58,24 +60,21 @@ for a response format), "text", "error 503", ...).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import copy
 import json
-import socket
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from .server import ThreadedServer
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 Support = Literal["call", "refuse", "ignore"]  # what a server does with `tools`
@@ -292,12 +291,6 @@ def error_body(status: int, message: str | None = None, code: str | None = None)
     }
 
 
-class _Server(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield  # never touch signal handlers: the test process owns them
-
-
 class FakeLLM:
     """An OpenAI-compatible chat-completions server on 127.0.0.1, in a background thread."""
 
@@ -322,85 +315,31 @@ class FakeLLM:
         self._requests: list[dict[str, Any]] = []
         self._steps: deque[_Step] = deque()
         self._counter = 0
-        self._socket: socket.socket | None = None
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping: asyncio.Event | None = None
-        self._error: BaseException | None = None
-        self.port = 0
         self.app = Starlette(
             routes=[Route("/v1/chat/completions", self._chat_completions, methods=["POST"])]
         )
+        self._server = ThreadedServer(self.app, name="FakeLLM")
 
     # ---- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return self._server.port
 
     @property
     def url(self) -> str:
         """Base URL for the client, ending in /v1."""
         if not self.port:
             raise RuntimeError("FakeLLM is not started")
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{self._server.base_url}/v1"
 
     def start(self, timeout: float = 10.0) -> FakeLLM:
-        if self._thread is not None:
-            raise RuntimeError("FakeLLM already started")
-        # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted connections only when
-        # the listening socket says TCP; with proto 0 every keep-alive request stalls ~40 ms
-        # (Nagle + delayed ACK).
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self._socket = sock
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.app,
-            log_config=None,
-            lifespan="off",
-            access_log=False,
-            timeout_graceful_shutdown=2,
-            timeout_keep_alive=30,
-        )
-        self._server = _Server(config)
-        self._thread = threading.Thread(target=self._run, name=f"fakellm:{self.port}", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        while not self._server.started:
-            if not self._thread.is_alive():
-                raise RuntimeError("FakeLLM failed to start") from self._error
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"FakeLLM did not start within {timeout}s")
-            time.sleep(0.01)
+        self._server.start(timeout)
         return self
-
-    def _run(self) -> None:
-        async def serve() -> None:
-            self._loop = asyncio.get_running_loop()
-            self._stopping = asyncio.Event()
-            assert self._server is not None and self._socket is not None
-            await self._server.serve(sockets=[self._socket])
-
-        try:
-            asyncio.run(serve())
-        except BaseException as exc:  # reported by start()
-            self._error = exc
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop serving (requests still hanging are woken and answered first). Idempotent."""
-        if self._thread is None:
-            return
-        if self._server is not None:
-            self._server.should_exit = True
-        loop, stopping = self._loop, self._stopping
-        if loop is not None and stopping is not None:
-            with contextlib.suppress(RuntimeError):  # loop already closed
-                loop.call_soon_threadsafe(stopping.set)
-        self._thread.join(timeout)
-        if self._socket is not None:
-            self._socket.close()
-        self._thread = None
-        self._server = None
+        self._server.stop(timeout)
 
     def __enter__(self) -> FakeLLM:
         return self.start()
@@ -525,7 +464,7 @@ class FakeLLM:
             record["answer"] = f"error {self.refusal_status}"
             return JSONResponse(error_body(self.refusal_status, refused), self.refusal_status)
         if step is not None and step.kind == "hang":
-            await self._sleep(step.seconds)
+            await self._server.sleep(step.seconds)
 
         answer = "text"
         try:
@@ -571,14 +510,6 @@ class FakeLLM:
         if self.text == "json":
             return arguments
         return f"Here is the draft you asked for:\n\n```json\n{arguments}\n```\n\nAnything else?"
-
-    async def _sleep(self, seconds: float) -> None:
-        stopping = self._stopping
-        if stopping is None:
-            await asyncio.sleep(seconds)
-            return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stopping.wait(), seconds)
 
 
 def _completion(
@@ -660,13 +591,3 @@ async def _sse(completion: dict[str, Any], body: dict[str, Any]) -> AsyncIterato
     if (body.get("stream_options") or {}).get("include_usage"):
         yield f"data: {json.dumps({**head, 'choices': [], 'usage': completion['usage']})}\n\n"
     yield "data: [DONE]\n\n"
-
-
-@pytest.fixture
-def fake_llm() -> Iterator[FakeLLM]:
-    """A started FakeLLM, stopped after the test."""
-    fake = FakeLLM().start()
-    try:
-        yield fake
-    finally:
-        fake.stop()
