@@ -36,8 +36,8 @@ import httpx
 from shared.conversation import round_id
 from shared.source.events import closed_event, message_event
 
+from .facts import OPEN, Run, log
 from .helpdesk import close_ticket, message
-from .state import OPEN, Run, log
 from .webhooks import send_extra
 
 SHARES = {

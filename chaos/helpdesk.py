@@ -17,7 +17,7 @@ from desk.helpdesk import add_message, close
 from shared.source import Message, Ticket
 from shared.source.sql import MessageRow, SqlSource, TicketRow
 
-from .state import Run, log
+from .facts import Run, log
 
 T = TypeVar("T")
 

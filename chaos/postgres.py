@@ -70,7 +70,9 @@ def outage(database_url: str, server_url: str = SERVER_URL) -> Iterator[list[int
     name = database_url.rsplit("/", 1)[-1].split("?", 1)[0]
     with _admin(server_url) as admin:
         admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false')
-    swept: list[int] = []
+    # every connection open now is gone before the block runs: nothing done inside it can
+    # still reach the database through a connection opened before
+    swept: list[int] = [terminate(database_url, server_url)]
     stop = threading.Event()
 
     def sweep() -> None:

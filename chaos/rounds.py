@@ -20,7 +20,7 @@ from shared import ids
 from shared.source.demo import TICKETS as DEMO_TICKETS
 
 from .conversations import CUSTOMER, ENDED, REASONS
-from .state import OPEN, TERMINAL, Run
+from .facts import OPEN, TERMINAL, Run
 
 Line = tuple[bool, str, str]
 ENDINGS = ("reply.sent", "reply.withdrawn", "reply.failed")

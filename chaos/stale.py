@@ -34,8 +34,8 @@ from desk.helpdesk import create as create_ticket
 from shared.source.events import ticket_event
 
 from .conversations import versions
+from .facts import OPEN, Run, log
 from .helpdesk import backdate, retrying
-from .state import OPEN, Run, log
 from .webhooks import send_extra
 
 STALE_DAYS = 2  # DESK_STALE_DAYS for the stack and the scans

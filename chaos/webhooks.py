@@ -11,7 +11,7 @@ import httpx
 
 from desk.webhook import signed_headers
 
-from .state import Run, log
+from .facts import Run, log
 
 
 def post_event(run: Run, client: httpx.Client, event: dict[str, Any]) -> bool | None:

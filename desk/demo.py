@@ -35,7 +35,7 @@ from shared.source.events import message_event
 
 from .helpdesk import add_message
 from .inbox import Client, InboxError
-from .stack import STATE_FILE
+from .statefile import STATE_FILE
 from .webhook import SendError, sample_event, send
 
 T = TypeVar("T")

@@ -35,7 +35,7 @@ from urllib.parse import quote
 
 import httpx
 
-from .stack import STATE_FILE
+from .statefile import STATE_FILE
 
 WIDTH = 100
 TIMEOUT = 10.0

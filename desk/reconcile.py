@@ -18,7 +18,7 @@ from shared.errors import PermanentError, TransientError
 from shared.settings import ReconcilerSettings
 from shared.source.configured import open_configured
 
-from .stack import STATE_FILE
+from .statefile import STATE_FILE
 
 
 def add_arguments(subparsers: Any) -> None:
@@ -62,11 +62,11 @@ async def _run(command: str, stale: bool, settings: ReconcilerSettings) -> int:
         if command == "report":
             print(await jobs.report(now))
             return 0
-        run = await jobs.backfill()
+        counts = await jobs.backfill()
         print(
-            f"scanned {run.scanned} tickets, {run.gaps} without an event, "
-            f"{run.deferred} too recent to judge, "
-            f"{run.backfilled} backfilled"
+            f"scanned {counts.scanned} tickets, {counts.gaps} without an event, "
+            f"{counts.deferred} too recent to judge, "
+            f"{counts.backfilled} backfilled"
         )
         if stale:
             reminded = await jobs.stale(now)

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from .process import alive
-from .stack import STATE_FILE
+from .statefile import STATE_FILE
 
 
 class NoStack(RuntimeError):

@@ -17,7 +17,7 @@ import httpx
 
 from shared.signatures import github_sign, standard_sign, stripe_sign
 
-from .stack import STATE_FILE
+from .statefile import STATE_FILE
 
 
 class SendError(RuntimeError):

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from hypothesis import strategies as st
 
-from ..state import log
+from ..facts import log
 from .campaign import DEMO_TICKETS, Campaign
 from .forgeries import forged
 from .inputs import arbitrary, edge, malformed, valid

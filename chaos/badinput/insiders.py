@@ -63,7 +63,7 @@ from shared.catalog import ROLES, ConsumerSpec, ServiceSpec, matches
 from shared.permissions import ADMIN, USERS, authorization_block
 from shared.streams import Topology, provision
 
-from ..state import log
+from ..facts import log
 from .tally import InsiderRun, InsiderTally
 
 PUBLISH, SUBSCRIBE, REQUEST = "publish", "subscribe", "request"

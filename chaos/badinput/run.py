@@ -13,8 +13,8 @@ from pathlib import Path
 from standins.channel import FakeChannel
 from standins.llm import FakeLLM
 
+from ..facts import log
 from ..harness.stack import SERVICES, service_pid, start_stack, tear_down
-from ..state import log
 from . import __doc__ as overview  # the package docstring: its first line is --help's
 from .campaign import Campaign
 from .inbox import inbox_campaign

@@ -15,7 +15,7 @@ from standins.channel import FakeChannel
 from standins.llm import FakeLLM
 
 from .. import postgres, stale
-from ..state import Run, log
+from ..facts import Run, log
 from .observation import stream_leader
 from .stack import SERVICES, is_nats, is_service, nats_pids, service_pid
 

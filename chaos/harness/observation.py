@@ -17,7 +17,7 @@ from shared.deadletters import DeadLetter, list_dead_letters
 from shared.history import stored
 
 from .. import conversations
-from ..state import OPEN, Run, log
+from ..facts import OPEN, Run, log
 
 SETTLE_SECONDS = 6.0  # quiescent = nothing changed for this long
 MISSING_GRACE = 30.0  # ...or this long, if some ticket never got an item

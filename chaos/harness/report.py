@@ -15,8 +15,8 @@ from shared.deadletters import DeadLetter
 from standins.channel import FakeChannel
 
 from .. import rounds
+from ..facts import Run
 from ..rounds import Line
-from ..state import Run
 from .observation import (
     all_items,
     consumers,

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from ..state import Run, log
+from ..facts import Run, log
 
 
 def reviewer(run: Run) -> None:

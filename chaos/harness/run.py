@@ -16,7 +16,7 @@ from standins.channel import FakeChannel
 from standins.llm import FakeLLM
 
 from .. import conversations, postgres, stale
-from ..state import Run, log
+from ..facts import Run, log
 from . import __doc__ as overview  # the package docstring: its first line is --help's
 from .faults import injector
 from .observation import wait_quiescent

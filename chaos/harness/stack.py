@@ -20,7 +20,7 @@ from shared import catalog
 from standins.channel import FakeChannel
 from standins.llm import FakeLLM
 
-from ..state import log
+from ..facts import log
 
 SERVICES = tuple(s.name for s in catalog.SERVICES if s.supervised)  # what `desk up` starts
 

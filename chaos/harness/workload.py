@@ -13,7 +13,7 @@ from desk.helpdesk import create as create_ticket
 from shared.source.events import ticket_event
 
 from .. import conversations
-from ..state import Run, log
+from ..facts import Run, log
 from ..webhooks import post_event
 from .plan import Op
 

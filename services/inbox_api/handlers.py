@@ -1,4 +1,5 @@
-"""The projection of `inbox.item` into SQL, and the relay for decisions not yet published."""
+"""The projections into SQL (of `inbox.item` and its notices, and of the sender's results), and
+the relay for decisions not yet published."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ from .api import publish_decision
 log = logging.getLogger(__name__)
 
 
-class Projection:
+class ItemProjection:
+    """Items, and the drafter's notices about them (withdrawn, overdue), into the inbox."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
@@ -62,7 +65,7 @@ RESULT_STATUS = {
 NOTIFICATIONS = (NOTIFY_SENT, NOTIFY_FAILED)
 
 
-class Results:
+class ResultProjection:
     """What the sender did with a decided item: its final status in the inbox.
 
     The subject says what a result is (only the sender may publish these subjects): a body that

@@ -16,7 +16,7 @@ from . import metrics, store, web
 from .api import Inbox
 from .api import routes as api_routes
 from .auth import Reviewers
-from .handlers import Projection, Results, relay
+from .handlers import ItemProjection, ResultProjection, relay
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ async def run(settings: InboxApiSettings) -> None:
             if not reviewers:
                 log.warning("no reviewer tokens configured: every API call will get 401")
             if svc.bus is not None:
-                projection = Projection(engine)
+                projection = ItemProjection(engine)
                 await svc.consume(
                     "inbox_api",
                     {
@@ -57,7 +57,7 @@ async def run(settings: InboxApiSettings) -> None:
                         subjects.INBOX_OVERDUE: Overdue,
                     },
                 )
-                await svc.consume("inbox_api-results", Results(engine).on_result)
+                await svc.consume("inbox_api-results", ResultProjection(engine).on_result)
                 bus = svc.bus
                 svc.every(
                     settings.relay_interval, lambda: relay(bus, engine), name="decision relay"

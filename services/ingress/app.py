@@ -35,7 +35,9 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Intake:
+class WebhookConfig:
+    """The configured sources, and the limits every webhook request is held to."""
+
     sources: dict[str, Source]
     max_body: int
     retry_after: int
@@ -46,11 +48,11 @@ def _error(status: int, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, **extra)
 
 
-def _unavailable(intake: Intake) -> JSONResponse:
+def _unavailable(config: WebhookConfig) -> JSONResponse:
     return _error(
         503,
         "event store unavailable; retry later",
-        headers={"Retry-After": str(intake.retry_after)},
+        headers={"Retry-After": str(config.retry_after)},
     )
 
 
@@ -76,12 +78,12 @@ def _requests(label: str, status: int) -> Counter:
 
 
 async def receive(request: Request) -> Response:
-    intake: Intake = request.app.state.intake
+    config: WebhookConfig = request.app.state.webhook_config
     name = request.path_params["source"]
-    source = intake.sources.get(name)
+    source = config.sources.get(name)
     label = name if source else metrics.UNKNOWN
     try:
-        response = await _receive(request, intake, source)
+        response = await _receive(request, config, source)
     except BodyRefused as exc:
         response = _error(exc.status, str(exc), headers=closing(exc))
     except RequestError as exc:
@@ -97,7 +99,7 @@ async def receive(request: Request) -> Response:
     return response
 
 
-async def _receive(request: Request, intake: Intake, source: Source | None) -> Response:
+async def _receive(request: Request, config: WebhookConfig, source: Source | None) -> Response:
     if source is None:
         raise RequestError(404, "unknown source")
     raw_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
@@ -106,8 +108,8 @@ async def _receive(request: Request, intake: Intake, source: Source | None) -> R
     body = await read_limited(
         request.receive,
         _first(raw_headers, "content-length") or None,
-        intake.max_body,
-        intake.body_timeout,
+        config.max_body,
+        config.body_timeout,
     )
     lower = {k.lower(): v for k, v in raw_headers}
     verify(source, lower, body, time.time())
@@ -117,12 +119,12 @@ async def _receive(request: Request, intake: Intake, source: Source | None) -> R
 
     bus: Bus | None = request.app.state.service.bus
     if bus is None or not bus.connected:
-        return _unavailable(intake)
+        return _unavailable(config)
     replays: Replays = request.app.state.replays
     guarded = not source.timestamped
     if guarded:
         if not replays.attached:
-            return _unavailable(intake)
+            return _unavailable(config)
         try:
             if await replays.seen(source.name, event.digest):
                 metrics.DUPLICATES.labels(source.name).inc()
@@ -130,7 +132,7 @@ async def _receive(request: Request, intake: Intake, source: Source | None) -> R
                 return _accepted(event.id, True)
         except TransientError as exc:
             log.warning("replay ledger unavailable: %s", exc, extra={"event_id": event.msg_id})
-            return _unavailable(intake)
+            return _unavailable(config)
     pipeline: Pipeline = request.app.state.pipeline
     started = time.perf_counter()
     try:
@@ -144,7 +146,7 @@ async def _receive(request: Request, intake: Intake, source: Source | None) -> R
             )
     except (TransientError, PermanentError) as exc:
         log.warning("event not stored: %s", exc, extra={"event_id": event.msg_id})
-        return _unavailable(intake)
+        return _unavailable(config)
     if guarded:
         # After the PubAck: stored, then remembered. If remembering fails the sender is asked
         # to retry; the broker drops the copy (same `Nats-Msg-Id`) and the retry remembers it.
@@ -152,7 +154,7 @@ async def _receive(request: Request, intake: Intake, source: Source | None) -> R
             await replays.remember(source.name, event.digest, published.seq)
         except TransientError as exc:
             log.warning("stored, replay not remembered: %s", exc, extra={"event_id": event.msg_id})
-            return _unavailable(intake)
+            return _unavailable(config)
     metrics.PUBLISH_SECONDS.observe(time.perf_counter() - started)
     metrics.BODY_BYTES.observe(len(body))
     if published.duplicate:

@@ -11,7 +11,7 @@ from shared.service import Service
 from shared.settings import IngressSettings
 
 from . import metrics, sources
-from .app import Intake, routes
+from .app import WebhookConfig, routes
 from .replays import Replays
 
 log = logging.getLogger(__name__)
@@ -37,11 +37,13 @@ def settle_gc() -> None:
 async def run(settings: IngressSettings) -> None:
     configured = sources.load(settings.sources_file, settings.sources, settings.var_dir)
     metrics.initialise(configured)
-    intake = Intake(configured, settings.max_body, settings.retry_after, settings.body_timeout)
+    config = WebhookConfig(
+        configured, settings.max_body, settings.retry_after, settings.body_timeout
+    )
     untimed = sorted(name for name, source in configured.items() if not source.timestamped)
     pipeline = Pipeline(settings.publish_timeout, settings.service)
     replays = Replays()
-    state = {"intake": intake, "pipeline": pipeline, "replays": replays}
+    state = {"webhook_config": config, "pipeline": pipeline, "replays": replays}
     async with pipeline, Service(settings, routes=routes, state=state) as svc:
         if svc.bus is not None:
             await pipeline.attach(svc.bus)

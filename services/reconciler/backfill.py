@@ -26,7 +26,7 @@ from shared.ledger import Ledger
 from shared.source import SourceSystem, Ticket
 from shared.source.events import ticket_event
 
-from .state import CURSOR, State
+from .bookmarks import CURSOR, Bookmarks
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,9 @@ LAST_SUCCESS = Gauge(
 
 
 @dataclass
-class Run:
+class BackfillCounts:
+    """What one backfill pass found and did."""
+
     scanned: int = 0
     deferred: int = 0  # changed within the grace period, not yet announced: looked at again
     gaps: int = 0
@@ -88,46 +90,49 @@ async def backfill(
     source: SourceSystem,
     bus: Bus,
     ledger: Ledger,
-    state: State,
+    bookmarks: Bookmarks,
     *,
     lookback: float,
     page_size: int,
     first_since: dt.datetime,
     grace: float = 0.0,
-) -> Run:
+) -> BackfillCounts:
     started = time.monotonic()
-    run = Run()
+    counts = BackfillCounts()
     horizon = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=grace)
-    cursor = await state.get_time(CURSOR)
+    cursor = await bookmarks.get_time(CURSOR)
     since = (cursor - dt.timedelta(seconds=lookback)) if cursor else first_since
     page_cursor: str | None = None
     while True:
         page = await source.list_tickets(updated_since=since, cursor=page_cursor, limit=page_size)
         for ticket in page.tickets:
-            run.scanned += 1
+            counts.scanned += 1
             SCANNED.inc()
             if await ledger.seen(ids.seen(CREATED, ticket.id)):
                 continue
             if ticket.updated_at > horizon:
-                run.deferred += 1  # too recent to call lost
+                counts.deferred += 1  # too recent to call lost
                 continue
-            run.gaps += 1
+            counts.gaps += 1
             GAPS.labels(CREATED).inc()
             if await publish_ticket_event(bus, ticket, CREATED, ids.reconciler(CREATED, ticket.id)):
-                run.backfilled += 1
+                counts.backfilled += 1
                 BACKFILLED.inc()
         if page.tickets:  # every publish of the page is acknowledged: advance
             newest = min(max(t.updated_at for t in page.tickets), horizon)
             if cursor is None or newest > cursor:
                 cursor = newest
-                await state.set_time(CURSOR, newest)
+                await bookmarks.set_time(CURSOR, newest)
         if not page.next_cursor:
             break
         page_cursor = page.next_cursor
     RUN_SECONDS.observe(time.monotonic() - started)
     LAST_SUCCESS.set_to_current_time()
-    if run.gaps:
+    if counts.gaps:
         log.info(
-            "backfill: %d scanned, %d gaps, %d published", run.scanned, run.gaps, run.backfilled
+            "backfill: %d scanned, %d gaps, %d published",
+            counts.scanned,
+            counts.gaps,
+            counts.backfilled,
         )
-    return run
+    return counts

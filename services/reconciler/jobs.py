@@ -13,9 +13,9 @@ from shared.settings import ReconcilerSettings
 from shared.source import SourceSystem
 
 from . import report, schedule
-from .backfill import Run, backfill
+from .backfill import BackfillCounts, backfill
+from .bookmarks import LAST_REPORT, LAST_STALE, Bookmarks
 from .stale import stale_scan
-from .state import LAST_REPORT, LAST_STALE, State
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ class Jobs:
     bus: Bus
     ledger: Ledger  # its own: which stale reminders went out
     seen: Ledger  # the router's, read only: which tickets' events were routed
-    state: State
+    bookmarks: Bookmarks
     started_at: dt.datetime
 
     @classmethod
@@ -48,17 +48,17 @@ class Jobs:
             bus,
             await Ledger.open(bus.js, name),
             await Ledger.reader(bus.js, name, "router"),
-            await State.open(bus.js),
+            await Bookmarks.open(bus.js),
             started_at,
         )
 
-    async def backfill(self) -> Run:
+    async def backfill(self) -> BackfillCounts:
         s = self.settings
         return await backfill(
             self.source,
             self.bus,
             self.seen,
-            self.state,
+            self.bookmarks,
             lookback=s.reconcile_lookback,
             page_size=s.reconcile_page_size,
             grace=s.reconcile_grace,
@@ -76,7 +76,7 @@ class Jobs:
             stale_days=self.settings.stale_days,
             now=now,
         )
-        await self.state.set_time(LAST_STALE, now)
+        await self.bookmarks.set_time(LAST_STALE, now)
         return reminded
 
     async def report(self, now: dt.datetime) -> str:
@@ -87,7 +87,7 @@ class Jobs:
         await report.publish(self.bus, built, now)
         if s.slack_webhook_url:
             await report.post_to_slack(s.slack_webhook_url.get_secret_value(), text)
-        await self.state.set_time(LAST_REPORT, now)
+        await self.bookmarks.set_time(LAST_REPORT, now)
         return text
 
     async def run_due(self) -> None:
@@ -103,9 +103,9 @@ class Jobs:
         that day as missed."""
         s = self.settings
         for key in (LAST_STALE, LAST_REPORT):
-            if await self.state.get_time(key) is None:
-                await self.state.set_time(key, now)
-        if schedule.due(s.stale_cron, s.timezone, await self.state.get_time(LAST_STALE), now):
+            if await self.bookmarks.get_time(key) is None:
+                await self.bookmarks.set_time(key, now)
+        if schedule.due(s.stale_cron, s.timezone, await self.bookmarks.get_time(LAST_STALE), now):
             await self.stale(now)
-        if schedule.due(s.report_cron, s.timezone, await self.state.get_time(LAST_REPORT), now):
+        if schedule.due(s.report_cron, s.timezone, await self.bookmarks.get_time(LAST_REPORT), now):
             log.info("%s", await self.report(now))

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-State = Literal["closed", "open", "half_open"]
+BreakerState = Literal["closed", "open", "half_open"]
 
 
 @dataclass(frozen=True)
@@ -63,13 +63,13 @@ class CircuitBreaker:
         self.settings = settings or BreakerSettings()
         self.on_change = on_change
         self._clock = clock
-        self._state: State = "closed"
+        self._state: BreakerState = "closed"
         self._outcomes: deque[bool] = deque(maxlen=self.settings.window)
         self._opened_at = 0.0
         self._probes: list[float] = []  # when each in-flight probe was let through
 
     @property
-    def state(self) -> State:
+    def state(self) -> BreakerState:
         if self._state == "open" and self._clock() - self._opened_at >= self.settings.open_seconds:
             self._probes.clear()
             self._transition("half_open")
@@ -126,7 +126,7 @@ class CircuitBreaker:
         self._probes.clear()
         self._transition("closed")
 
-    def _transition(self, new: State) -> None:
+    def _transition(self, new: BreakerState) -> None:
         old, self._state = self._state, new
         if old != new and self.on_change is not None:
             self.on_change(old, new)

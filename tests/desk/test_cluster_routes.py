@@ -65,13 +65,13 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
     made.var_dir.mkdir(parents=True)
     (made.var_dir / "log").mkdir()
     creds = json.loads(credentials.load_or_create(made.var_dir).read_text())
-    made._nats_passwords = dict(creds["nats_passwords"])
-    made._start_nats()
+    made.broker.passwords = dict(creds["nats_passwords"])
+    made.broker.start()
     try:
         yield made
     finally:
-        if made.nats is not None:
-            for node in made._nodes():
+        if made.broker.nats is not None:
+            for node in made.broker.nodes():
                 node.kill()
 
 
@@ -171,14 +171,14 @@ async def until(check: Any, what: str) -> float:
 async def test_a_rogue_server_without_the_route_password_cannot_join(
     stack: Stack, tmp_path: Path
 ) -> None:
-    cluster = stack.nats
+    cluster = stack.broker.nats
     assert isinstance(cluster, NatsCluster)
     n1, n2, n3 = cluster.nodes
     legit = {n.name for n in cluster.nodes}
     route_ports = [
         int(get_json(f"{n.monitor_url}/varz")["cluster"]["cluster_port"]) for n in (n1, n2, n3)
     ]
-    password = stack._nats_passwords[ADMIN]
+    password = stack.broker.passwords[ADMIN]
 
     async with (
         client(n1.url, ADMIN, password) as on_n1,
@@ -277,7 +277,7 @@ async def test_a_rogue_server_without_the_route_password_cannot_join(
 
 
 def test_the_route_password_is_kept_private_and_never_shown(stack: Stack) -> None:
-    cluster = stack.nats
+    cluster = stack.broker.nats
     assert isinstance(cluster, NatsCluster)
     path = stack.var_dir / credentials.FILENAME
     assert path.stat().st_mode & 0o777 == 0o600

@@ -8,21 +8,22 @@ from pathlib import Path
 
 import pytest
 
-from desk.stack import Child, Stack
+from desk.stack import Stack
+from desk.supervisor import ServiceProcess, Supervisor
 from shared.settings import StackSettings
 
 
-def _stack(tmp_path: Path) -> Stack:
+def _stack(tmp_path: Path) -> Supervisor:
     stack = Stack(StackSettings(_env_file=None, var_dir=tmp_path / "var"))  # type: ignore[call-arg]
-    stack.children = {
-        name: Child(name, port, 9000 + n, tmp_path / f"{name}.log")
+    stack.supervisor.children = {
+        name: ServiceProcess(name, port, 9000 + n, tmp_path / f"{name}.log")
         for n, (name, port) in enumerate(
             [("inbox_api", 8101), ("reconciler", None), ("drafter", None)]
         )
     }
-    stack.nats_url = "nats://127.0.0.1:1"
-    stack._viewer_token = "dev-viewer-token"
-    return stack
+    stack.broker.url = "nats://127.0.0.1:1"
+    stack.supervisor.viewer_token = "dev-viewer-token"
+    return stack.supervisor
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ from nats.aio.client import Client
 
 from desk.natsserver import NatsServer
 from services.inbox_api import store
-from services.inbox_api.handlers import Results
+from services.inbox_api.handlers import ResultProjection
 from services.ingress.imap import Mail, poll_once
 from services.router.handlers import Router
 from services.router.rules import Rules
@@ -263,7 +263,9 @@ async def test_the_inbox_believes_the_subject_a_result_arrived_on(
     runtime = ConsumerRuntime(
         inbox_api,
         "inbox_api",
-        Consumer.of(catalog.INBOX_API.consumer("inbox_api-results"), Results(engine).on_result),
+        Consumer.of(
+            catalog.INBOX_API.consumer("inbox_api-results"), ResultProjection(engine).on_result
+        ),
         fetch_timeout=0.2,
         create=False,
     )

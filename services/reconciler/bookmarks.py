@@ -1,4 +1,4 @@
-"""The reconciler's durable state (JetStream KV): the backfill cursor and the last cron runs."""
+"""Where the reconciler left off (JetStream KV): the backfill cursor and the last cron runs."""
 
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ LAST_STALE = "reconciler.stale.last"
 LAST_REPORT = "reconciler.report.last"
 
 
-class State:
+class Bookmarks:
+    """The reconciler's bookmarks, one timestamp per key, in the state bucket."""
+
     def __init__(self, kv: KeyValue) -> None:
         self.kv = kv
 
     @classmethod
-    async def open(cls, js: JetStreamContext) -> State:
+    async def open(cls, js: JetStreamContext) -> Bookmarks:
         return cls(await js.key_value(STATE_BUCKET))
 
     async def get_time(self, key: str) -> dt.datetime | None:

@@ -1,0 +1,89 @@
+"""The inbox in SQL: items projected from `inbox.item`, and the decisions on them (the trail).
+
+Idempotent projection: an item already stored, or an older version arriving after a newer
+one, changes nothing that matters (the older one is kept as history, superseded). One decision
+per item version, enforced by a UNIQUE constraint, so a double click decides once.
+
+One module per concept, every name used elsewhere importable from here (`store.decide`):
+`tables` (the rows and the statuses), `projection` (what the bus says about items),
+`decisions` (the trail and its relay), `documents` (a row as the API gives it out), `listing`
+(the paged list), `queries` (one item in full, the counts, the review log), `sessions` (the
+rows behind web sessions) and `errors`.
+"""
+
+from .decisions import Reviewer, decide, mark_published, traceparent_of, unpublished
+from .documents import decision_json, detail_json, item_json
+from .errors import Conflict, Invalid, NotFound
+from .listing import decode_cursor, encode_cursor, list_items
+from .projection import (
+    mark_overdue,
+    project,
+    record_notification,
+    set_result,
+    supersede_older,
+    withdraw,
+)
+from .queries import get_item, review_log, stats, waiting
+from .sessions import (
+    StoredSession,
+    close_session,
+    find_session,
+    open_session,
+    purge_sessions,
+    set_flash,
+)
+from .tables import (
+    OPEN_STATUSES,
+    PRIORITIES,
+    STATUSES,
+    TABLES,
+    DecisionRow,
+    ItemRow,
+    NotificationRow,
+    SessionRow,
+    Status,
+    create_tables,
+)
+
+__all__ = [
+    "OPEN_STATUSES",
+    "PRIORITIES",
+    "STATUSES",
+    "TABLES",
+    "Conflict",
+    "DecisionRow",
+    "Invalid",
+    "ItemRow",
+    "NotFound",
+    "NotificationRow",
+    "Reviewer",
+    "SessionRow",
+    "Status",
+    "StoredSession",
+    "close_session",
+    "create_tables",
+    "decide",
+    "decision_json",
+    "decode_cursor",
+    "detail_json",
+    "encode_cursor",
+    "find_session",
+    "get_item",
+    "item_json",
+    "list_items",
+    "mark_overdue",
+    "mark_published",
+    "open_session",
+    "project",
+    "purge_sessions",
+    "record_notification",
+    "review_log",
+    "set_flash",
+    "set_result",
+    "stats",
+    "supersede_older",
+    "traceparent_of",
+    "unpublished",
+    "waiting",
+    "withdraw",
+]

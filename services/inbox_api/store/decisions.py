@@ -1,0 +1,180 @@
+"""Decisions: one per item version, enforced by a UNIQUE constraint, so a double click decides
+once; recorded before they are published, and published again until the bus has them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy import func
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from shared.inbox import EDITABLE_ARGS, ActionRequest, Decision, InterruptConfig
+
+from .. import metrics
+from .errors import Conflict, Invalid, NotFound
+from .tables import DecisionRow, ItemRow, as_utc, now
+
+
+@dataclass(frozen=True)
+class Reviewer:
+    """Who decides: the name and role a token maps to (see `inbox_api.auth`)."""
+
+    name: str
+    role: Literal["reviewer", "viewer"]
+
+
+def _edited_request(row: ItemRow, args: Any) -> ActionRequest:
+    """Accept an Agent Inbox ActionRequest, a partial args object, or plain text.
+
+    An edit changes the text (and the subject), never the target: the action and every other
+    argument (the ticket) come from the item; trying to change them is refused (422)."""
+    current = ActionRequest.model_validate(row.action_request)
+    if isinstance(args, dict) and isinstance(args.get("args"), dict):
+        action = args.get("action")
+        if action not in (None, "", current.action):
+            raise Invalid(f"an edit cannot change the action ({current.action})")
+        changes = args["args"]
+    elif isinstance(args, dict):
+        changes = args
+    elif isinstance(args, str):
+        changes = {"reply": args}
+    else:
+        raise Invalid("an edit needs the edited action request (or the edited reply)")
+    for name, value in changes.items():
+        if name in EDITABLE_ARGS:
+            if not isinstance(value, str):
+                raise Invalid(f"{name} must be text")
+            continue
+        if name not in current.args or current.args[name] != value:
+            raise Invalid(
+                f"an edit may change only {' and '.join(sorted(EDITABLE_ARGS))}, not {name}"
+            )
+    return ActionRequest(action=current.action, args={**current.args, **changes})
+
+
+def decide(
+    engine: Engine, item_id: str, kind: str, args: Any, version: int, reviewer: Reviewer
+) -> Decision:
+    """Record a decision (the trail row) and return it for publishing; raises 404/409/422 kinds."""
+    with Session(engine, expire_on_commit=False) as session:
+        row = session.get(ItemRow, item_id)
+        if row is None:
+            raise NotFound(f"no item {item_id}")
+        if version != row.version:
+            raise Conflict(f"you saw v{version}; this item is v{row.version}")
+        if row.status != "waiting":
+            latest = session.exec(
+                select(func.max(ItemRow.version)).where(ItemRow.thread == row.thread)
+            ).one()
+            if row.status == "superseded" and latest:
+                newer = session.exec(
+                    select(ItemRow).where(ItemRow.thread == row.thread, ItemRow.version == latest)
+                ).first()
+                why = f" ({newer.cause})" if newer is not None and newer.cause else ""
+                raise Conflict(f"v{row.version} was superseded by v{latest}{why}")
+            if row.status == "withdrawn":
+                raise Conflict(f"this draft was withdrawn: {row.withdrawn_reason or 'no reason'}")
+            raise Conflict(f"this item is {row.status}, not waiting for a decision")
+        config = InterruptConfig.model_validate(row.config)
+        if not config.allows(kind):  # type: ignore[arg-type]
+            raise Invalid(f"{kind} is not allowed on this item")
+        draft = str(row.action_request.get("args", {}).get("reply") or "") or None
+        final_text = feedback = None
+        if kind == "edit":
+            edited = _edited_request(row, args)
+            final_text = str(edited.args.get("reply") or "").strip()
+            if not final_text:
+                raise Invalid("an edit needs a non-empty reply")
+            args = edited.model_dump(mode="json")
+        elif kind == "response":
+            feedback = str(args or "").strip()
+            if not feedback:
+                raise Invalid("feedback must not be empty")
+            args = feedback
+        elif kind == "accept":
+            final_text = draft
+            args = None
+        else:
+            args = None
+        decided_at = now()
+        session.add(
+            DecisionRow(
+                item_id=row.id,
+                thread=row.thread,
+                version=row.version,
+                type=kind,
+                reviewer=reviewer.name,
+                category=row.category,
+                decided_at=decided_at,
+                args=args,
+                model_draft=draft,
+                final_text=final_text,
+                feedback=feedback,
+                round=row.round,
+            )
+        )
+        row.status = {"ignore": "ignored", "response": "redrafting"}.get(kind, "sending")
+        row.decision = kind
+        row.updated_at = decided_at
+        session.add(row)
+        try:
+            session.commit()
+        except IntegrityError:
+            session.rollback()
+            raise Conflict("this item was decided a moment ago") from None
+        metrics.DECISIONS.labels(row.category or "other", kind).inc()
+        return Decision(
+            type=kind,  # type: ignore[arg-type]
+            args=args,
+            item_id=row.id,
+            thread=row.thread,
+            version=row.version,
+            reviewer=reviewer.name,
+            decided_at=decided_at,
+            round=row.round or "r1",
+        )
+
+
+def traceparent_of(engine: Engine, item_id: str) -> str | None:
+    with Session(engine) as session:
+        row = session.get(ItemRow, item_id)
+        return row.traceparent if row else None
+
+
+def mark_published(engine: Engine, thread: str, version: int) -> None:
+    with Session(engine, expire_on_commit=False) as session:
+        row = session.exec(
+            select(DecisionRow).where(DecisionRow.thread == thread, DecisionRow.version == version)
+        ).first()
+        if row is not None and not row.published:
+            row.published = True
+            session.add(row)
+            session.commit()
+
+
+def unpublished(engine: Engine, older_than: float) -> list[Decision]:
+    """Decisions recorded but not yet on the bus (a crash between commit and publish)."""
+    cutoff = now() - dt.timedelta(seconds=older_than)
+    with Session(engine, expire_on_commit=False) as session:
+        rows = session.exec(
+            select(DecisionRow).where(
+                col(DecisionRow.published).is_(False), col(DecisionRow.decided_at) <= cutoff
+            )
+        ).all()
+        return [
+            Decision(
+                type=r.type,  # type: ignore[arg-type]
+                args=r.args,
+                item_id=r.item_id,
+                thread=r.thread,
+                version=r.version,
+                reviewer=r.reviewer,
+                decided_at=as_utc(r.decided_at),  # type: ignore[arg-type]
+                round=r.round or "r1",
+            )
+            for r in rows
+        ]

@@ -1,0 +1,66 @@
+"""What the API gives out for a row: an item, an item with its conversation, a decision."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .tables import DecisionRow, ItemRow, as_utc
+
+
+def item_json(row: ItemRow) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "thread": row.thread,
+        "version": row.version,
+        "status": row.status,
+        "category": row.category,
+        "ticket_id": row.ticket_id,
+        "summary": row.summary,
+        "description": row.description,
+        "action_request": row.action_request,
+        "config": row.config,
+        "trigger": {
+            "source": row.trigger_source,
+            "type": row.trigger_type,
+            "event_id": row.trigger_event_id,
+        },
+        "cost": row.cost,
+        "warnings": row.warnings,
+        "feedback": row.feedback,
+        "decision": row.decision,
+        "result": row.result,
+        "created_at": as_utc(row.created_at).isoformat(),  # type: ignore[union-attr]
+        "updated_at": as_utc(row.updated_at).isoformat(),  # type: ignore[union-attr]
+        "round": row.round,
+        "round_kind": row.round_kind,
+        "cause": row.cause,
+        "priority": row.priority,
+        "ticket_status": row.ticket_status,
+        "customer": row.customer,
+        "round_messages": row.round_messages or [],
+        "overdue_since": row.overdue_since.isoformat() if row.overdue_since else None,
+        "withdrawn_reason": row.withdrawn_reason,
+    }
+
+
+def detail_json(row: ItemRow) -> dict[str, Any]:
+    """One item with its whole conversation (the list leaves the conversation out)."""
+    detail = item_json(row)
+    detail["conversation"] = row.conversation or []
+    return detail
+
+
+def decision_json(row: DecisionRow) -> dict[str, Any]:
+    return {
+        "item_id": row.item_id,
+        "thread": row.thread,
+        "version": row.version,
+        "type": row.type,
+        "reviewer": row.reviewer,
+        "category": row.category,
+        "decided_at": as_utc(row.decided_at).isoformat(),  # type: ignore[union-attr]
+        "args": row.args,
+        "model_draft": row.model_draft,
+        "final_text": row.final_text,
+        "feedback": row.feedback,
+    }

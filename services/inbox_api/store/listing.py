@@ -1,0 +1,161 @@
+"""The inbox list: filtered, sorted, and paged by cursors the API gives out."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+from typing import Any, Literal
+
+from sqlalchemy import case, func, or_
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from .documents import item_json
+from .errors import Invalid
+from .tables import PRIORITIES, ItemRow, as_utc
+
+
+def encode_cursor(created_at: dt.datetime, item_id: str) -> str:
+    raw = json.dumps([as_utc(created_at).isoformat(), item_id]).encode()  # type: ignore[union-attr]
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        stamp, item_id = json.loads(raw)
+        return dt.datetime.fromisoformat(stamp), str(item_id)
+    except (ValueError, TypeError, json.JSONDecodeError):
+        raise Invalid("cursor is not one this API gave out") from None
+
+
+def list_items(
+    engine: Engine,
+    *,
+    status: str | None = None,
+    category: str | None = None,
+    source: str | None = None,
+    text: str | None = None,
+    priority: str | None = None,
+    sort: Literal["oldest", "newest", "priority"] = "oldest",
+    cursor: str | None = None,
+    limit: int = 50,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Items, overdue ones first; then by age (or by priority, urgent first, then age)."""
+    if sort == "priority":
+        return _by_priority(engine, status, category, source, text, priority, cursor, limit)
+    # two sections, each paged by (created_at, id): overdue items, then the rest; a cursor
+    # into the overdue section says so ("o:"), and its last page runs on into the rest
+    if cursor == "r:":  # the rest, from its start
+        cursor = ""
+    overdue_cursor = cursor[2:] if cursor and cursor.startswith("o:") else None
+    base = _filtered(select(ItemRow), status, category, source, text, priority)
+    found: list[dict[str, Any]] = []
+    if cursor is None or (cursor and overdue_cursor is not None):
+        overdue = base.where(col(ItemRow.overdue_since).is_not(None))
+        found, after = _plain_list(engine, overdue, sort, overdue_cursor or None, limit)
+        if after is not None:
+            return found, "o:" + after
+        cursor = None
+    rest = base.where(col(ItemRow.overdue_since).is_(None))
+    more, next_cursor = _plain_list(engine, rest, sort, cursor, limit - len(found))
+    if limit - len(found) <= 0:  # the overdue section filled this page exactly
+        return found, _first_cursor(engine, rest)
+    return found + more, next_cursor
+
+
+def _first_cursor(engine: Engine, query: Any) -> str | None:
+    """A cursor that starts a section at its beginning, if the section has anything."""
+    with Session(engine, expire_on_commit=False) as session:
+        exists = session.exec(query.limit(1)).first()
+    return "r:" if exists is not None else None
+
+
+def _filtered(
+    query: Any,
+    status: str | None,
+    category: str | None,
+    source: str | None,
+    text: str | None,
+    priority: str | None,
+) -> Any:
+    if status:
+        query = query.where(ItemRow.status == status)
+    if priority:
+        query = query.where(ItemRow.priority == priority)
+    if category:
+        query = query.where(ItemRow.category == category)
+    if source:
+        query = query.where(ItemRow.trigger_source == source)
+    if text:
+        pattern = f"%{text.lower()}%"
+        query = query.where(
+            or_(
+                func.lower(func.coalesce(ItemRow.summary, "")).like(pattern),
+                func.lower(func.coalesce(ItemRow.description, "")).like(pattern),
+                func.lower(func.coalesce(ItemRow.ticket_id, "")).like(pattern),
+            )
+        )
+    return query
+
+
+def _plain_list(
+    engine: Engine, query: Any, sort: str, cursor: str | None, limit: int
+) -> tuple[list[dict[str, Any]], str | None]:
+    if limit <= 0:
+        return [], None
+    created, ident = col(ItemRow.created_at), col(ItemRow.id)
+    if cursor:
+        after_time, after_id = decode_cursor(cursor)
+        if sort == "oldest":
+            query = query.where(
+                or_(created > after_time, (created == after_time) & (ident > after_id))
+            )
+        else:
+            query = query.where(
+                or_(created < after_time, (created == after_time) & (ident < after_id))
+            )
+    order = (created.asc(), ident.asc()) if sort == "oldest" else (created.desc(), ident.desc())
+    with Session(engine, expire_on_commit=False) as session:
+        rows = session.exec(query.order_by(*order).limit(limit + 1)).all()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = encode_cursor(rows[-1].created_at, rows[-1].id) if more and rows else None
+    return [item_json(r) for r in rows], next_cursor
+
+
+def _by_priority(
+    engine: Engine,
+    status: str | None,
+    category: str | None,
+    source: str | None,
+    text: str | None,
+    priority: str | None,
+    cursor: str | None,
+    limit: int,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Urgent first (overdue first within each priority), then oldest first; offset paging."""
+    try:
+        offset = int(cursor[2:]) if cursor and cursor.startswith("p:") else 0
+    except ValueError:
+        raise Invalid("cursor is not one this API gave out") from None
+    if cursor and not cursor.startswith("p:"):
+        raise Invalid("cursor is not one this API gave out")
+    rank = case(
+        {p: i for i, p in enumerate(PRIORITIES)},
+        value=col(ItemRow.priority),
+        else_=len(PRIORITIES),
+    )
+    query = _filtered(select(ItemRow), status, category, source, text, priority)
+    query = query.order_by(
+        rank,
+        col(ItemRow.overdue_since).is_(None),
+        col(ItemRow.created_at),
+        col(ItemRow.id),
+    )
+    with Session(engine, expire_on_commit=False) as session:
+        rows = session.exec(query.offset(offset).limit(limit + 1)).all()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return [item_json(r) for r in rows], f"p:{offset + limit}" if more else None

@@ -1,0 +1,172 @@
+"""The projection: what the bus says about items, stored.
+
+Idempotent: an item already stored, or an older version arriving after a newer one, changes
+nothing that matters (the older one is kept as history, superseded). A final status stays final.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import and_, or_
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from shared.inbox import InboxItem, Overdue, Withdrawal
+
+from .tables import ItemRow, NotificationRow, now
+
+
+def project(engine: Engine, item: InboxItem, traceparent: str | None = None) -> bool:
+    """Store one item version; True if it was new. Order-independent: versions of one thread
+    may arrive in any order, and concurrently, and end in the same rows."""
+    with Session(engine, expire_on_commit=False) as session:
+        if session.get(ItemRow, item.id) is not None:
+            return False
+        stored_at = now()
+        session.add(
+            ItemRow(
+                id=item.id,
+                thread=item.thread,
+                version=item.version,
+                status="waiting",
+                category=item.category,
+                ticket_id=item.ticket_id,
+                summary=item.summary,
+                description=item.description,
+                action=item.action_request.action,
+                action_request=item.action_request.model_dump(mode="json"),
+                config=item.config.model_dump(mode="json"),
+                trigger_source=item.trigger.source,
+                trigger_type=item.trigger.type,
+                trigger_event_id=item.trigger.event_id,
+                cost=item.cost.model_dump(mode="json"),
+                warnings=list(item.warnings),
+                feedback=list(item.feedback),
+                created_at=item.created_at,
+                updated_at=stored_at,
+                round=item.round,
+                round_kind=item.round_kind,
+                cause=item.cause,
+                priority=item.priority,
+                ticket_status=item.ticket_status,
+                customer=item.customer.model_dump(mode="json") if item.customer else None,
+                conversation=[m.model_dump(mode="json") for m in item.conversation],
+                round_messages=list(item.round_messages),
+                traceparent=traceparent,
+            )
+        )
+        try:
+            session.commit()
+        except IntegrityError:  # another replica stored it a moment ago
+            session.rollback()
+            return False
+    supersede_older(engine, item.thread)
+    return True
+
+
+def supersede_older(engine: Engine, thread: str) -> None:
+    """Every version but the newest that still waits (or waits for its redraft) is superseded,
+    and so is one of the newest's round that was accepted too late: the drafter and the sender
+    refuse a decision on an older version of a round, so no result would ever end it (if the
+    sender did act on it first, its result replaces this status).
+
+    Run after each insert, in its own transaction, so whichever of two concurrent inserts
+    commits last sees both rows."""
+    with Session(engine, expire_on_commit=False) as session:
+        newest = session.exec(
+            select(ItemRow).where(ItemRow.thread == thread).order_by(col(ItemRow.version).desc())
+        ).first()
+        if newest is None:
+            return
+        older = session.exec(
+            select(ItemRow).where(
+                ItemRow.thread == thread,
+                ItemRow.version < newest.version,
+                or_(
+                    col(ItemRow.status).in_(("waiting", "redrafting")),
+                    and_(col(ItemRow.status) == "sending", col(ItemRow.round) == newest.round),
+                ),
+            )
+        ).all()
+        for old in older:
+            old.status = "superseded"
+            old.updated_at = now()
+            session.add(old)
+        session.commit()
+
+
+def set_result(engine: Engine, item_id: str, status: str, result: dict[str, Any]) -> bool:
+    """Record what became of an item (sent, failed, ignored, withdrawn); False if unknown.
+
+    A final status stays final: a late `item.withdrawn` never turns a sent reply back."""
+    with Session(engine, expire_on_commit=False) as session:
+        row = session.get(ItemRow, item_id)
+        if row is None:
+            return False
+        if row.status == status and row.result == result:
+            return True
+        if row.status in ("sent", "failed") and status != row.status:
+            return True
+        row.status = status
+        row.result = result
+        if status == "withdrawn":
+            row.withdrawn_reason = str(result.get("reason") or "") or row.withdrawn_reason
+        row.updated_at = now()
+        session.add(row)
+        session.commit()
+        return True
+
+
+def withdraw(engine: Engine, notice: Withdrawal) -> bool:
+    """The drafter took a waiting draft back: nobody may decide it; False if not projected."""
+    with Session(engine, expire_on_commit=False) as session:
+        row = session.get(ItemRow, notice.item_id)
+        if row is None:
+            return False
+        if row.status in ("waiting", "redrafting"):
+            row.status = "withdrawn"
+            row.withdrawn_reason = notice.reason
+        elif row.status != "withdrawn":
+            return True  # decided or replaced first: the notice changes nothing
+        # The sender's item.withdrawn result may have come first (both follow this notice):
+        # the ticket's status now is only in the notice.
+        row.withdrawn_reason = row.withdrawn_reason or notice.reason
+        row.ticket_status = notice.ticket_status or row.ticket_status
+        row.updated_at = now()
+        session.add(row)
+        session.commit()
+        return True
+
+
+def mark_overdue(engine: Engine, notice: Overdue) -> bool:
+    """The stale scan found this draft still waiting; False if not projected yet."""
+    with Session(engine, expire_on_commit=False) as session:
+        row = session.get(ItemRow, notice.item_id)
+        if row is None:
+            return False
+        if row.overdue_since is None:
+            row.overdue_since = notice.day
+            row.updated_at = now()
+            session.add(row)
+            session.commit()
+        return True
+
+
+def record_notification(engine: Engine, result_id: str, kind: str, data: dict[str, Any]) -> None:
+    ticket = str(data.get("ticket_id") or "")
+    if not ticket:
+        return
+    with Session(engine, expire_on_commit=False) as session:
+        if session.get(NotificationRow, result_id) is not None:
+            return
+        session.add(
+            NotificationRow(
+                id=result_id, ticket_id=ticket, type=kind, channel=data.get("channel"), at=now()
+            )
+        )
+        try:
+            session.commit()
+        except IntegrityError:
+            session.rollback()

@@ -1,0 +1,118 @@
+"""The rest of what the inbox reads: one item in full (its versions, decisions and
+notifications), the counts, the waiting gauge's figures, and the review log."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import func
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from .documents import decision_json, detail_json
+from .tables import STATUSES, DecisionRow, ItemRow, NotificationRow, as_utc, now
+
+
+def get_item(engine: Engine, item_id: str) -> dict[str, Any] | None:
+    with Session(engine, expire_on_commit=False) as session:
+        row = session.get(ItemRow, item_id)
+        if row is None:
+            return None
+        versions = session.exec(
+            select(ItemRow).where(ItemRow.thread == row.thread).order_by(col(ItemRow.version))
+        ).all()
+        decisions = session.exec(
+            select(DecisionRow)
+            .where(DecisionRow.thread == row.thread)
+            .order_by(col(DecisionRow.id))
+        ).all()
+        notified = (
+            session.exec(
+                select(NotificationRow)
+                .where(NotificationRow.ticket_id == row.ticket_id)
+                .order_by(col(NotificationRow.at))
+            ).all()
+            if row.ticket_id
+            else []
+        )
+        detail = detail_json(row)
+        detail["versions"] = [
+            {
+                "id": v.id,
+                "version": v.version,
+                "status": v.status,
+                "round": v.round,
+                "cause": v.cause,
+                "reply": v.action_request.get("args", {}).get("reply"),
+                "feedback": v.feedback,
+                "created_at": as_utc(v.created_at).isoformat(),  # type: ignore[union-attr]
+            }
+            for v in versions
+        ]
+        detail["decisions"] = [decision_json(d) for d in decisions]
+        detail["notifications"] = [
+            {
+                "type": n.type,
+                "channel": n.channel,
+                "at": as_utc(n.at).isoformat(),  # type: ignore[union-attr]
+            }
+            for n in notified
+        ]
+        return detail
+
+
+def stats(engine: Engine) -> dict[str, Any]:
+    with Session(engine, expire_on_commit=False) as session:
+        by_status = dict(
+            session.exec(select(ItemRow.status, func.count()).group_by(ItemRow.status)).all()
+        )
+        by_category = {
+            category or "none": count
+            for category, count in session.exec(
+                select(ItemRow.category, func.count()).group_by(ItemRow.category)
+            ).all()
+        }
+        oldest = session.exec(
+            select(ItemRow)
+            .where(ItemRow.status == "waiting")
+            .order_by(col(ItemRow.created_at), col(ItemRow.id))
+            .limit(1)
+        ).first()
+        mix: dict[str, dict[str, int]] = {}
+        for category, kind, count in session.exec(
+            select(DecisionRow.category, DecisionRow.type, func.count()).group_by(
+                DecisionRow.category, DecisionRow.type
+            )
+        ).all():
+            mix.setdefault(category or "none", {})[kind] = count
+    oldest_json = None
+    if oldest is not None:
+        created = as_utc(oldest.created_at)
+        assert created is not None
+        oldest_json = {
+            "id": oldest.id,
+            "created_at": created.isoformat(),
+            "age_seconds": int((now() - created).total_seconds()),
+        }
+    return {
+        "by_status": {s: int(by_status.get(s, 0)) for s in STATUSES},
+        "by_category": {k: int(v) for k, v in by_category.items()},
+        "oldest_waiting": oldest_json,
+        "decision_mix": mix,
+    }
+
+
+def waiting(engine: Engine) -> tuple[int, dt.datetime | None]:
+    """How many items wait for a reviewer, and when the oldest of them was created."""
+    with Session(engine, expire_on_commit=False) as session:
+        count, oldest = session.exec(
+            select(func.count(), func.min(ItemRow.created_at)).where(ItemRow.status == "waiting")
+        ).one()
+    return int(count), as_utc(oldest)
+
+
+def review_log(engine: Engine) -> list[dict[str, Any]]:
+    with Session(engine, expire_on_commit=False) as session:
+        rows = session.exec(select(DecisionRow).order_by(col(DecisionRow.id))).all()
+        return [decision_json(r) for r in rows]

@@ -1,0 +1,142 @@
+"""The inbox's tables: items projected from `inbox.item`, the decisions on them (the trail), the
+supervisors notified about their tickets, and the web sessions; and the statuses an item goes
+through."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from sqlalchemy import JSON, Column, DateTime, UniqueConstraint
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, SQLModel
+
+from shared.db import add_missing_columns
+
+Status = Literal[
+    "waiting", "redrafting", "sending", "sent", "failed", "withdrawn", "ignored", "superseded"
+]
+STATUSES: tuple[str, ...] = (
+    "waiting",  # a reviewer's turn
+    "redrafting",  # feedback given: the next version is being drafted
+    "sending",  # accepted or edited: the sender is at work
+    "sent",
+    "failed",
+    "withdrawn",  # the ticket closed, a person answered, or the customer wrote before delivery
+    "ignored",
+    "superseded",  # a newer version of the same conversation replaced it
+)
+OPEN_STATUSES = ("waiting", "redrafting", "sending")
+PRIORITIES = ("urgent", "high", "normal", "low")
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def as_utc(value: dt.datetime | None) -> dt.datetime | None:
+    """A stored time as an aware UTC one (SQLite gives it back naive)."""
+    if value is None:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+class ItemRow(SQLModel, table=True):
+    __tablename__ = "inbox_items"
+    __table_args__ = (UniqueConstraint("thread", "version", name="uq_inbox_item_version"),)
+
+    id: str = Field(primary_key=True)
+    thread: str = Field(index=True)
+    version: int
+    status: str = Field(index=True)
+    category: str | None = Field(default=None, index=True)
+    ticket_id: str | None = None
+    summary: str | None = None
+    description: str | None = None
+    action: str
+    action_request: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    config: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    trigger_source: str = Field(index=True)
+    trigger_type: str
+    trigger_event_id: str
+    cost: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    warnings: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    feedback: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    decision: str | None = None
+    result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), index=True))
+    updated_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+    # the conversation (nullable: rows from before conversations keep working)
+    round: str | None = None
+    round_kind: str | None = None
+    cause: str | None = None
+    priority: str | None = Field(default=None, index=True)
+    ticket_status: str | None = None
+    customer: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    conversation: list[dict[str, Any]] | None = Field(
+        default=None, sa_column=Column(JSON, nullable=True)
+    )
+    round_messages: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    overdue_since: dt.date | None = None
+    withdrawn_reason: str | None = None
+    traceparent: str | None = None  # the trace the item belongs to: its decision continues it
+
+
+class DecisionRow(SQLModel, table=True):
+    """The approval trail: who decided what, on which draft, when."""
+
+    __tablename__ = "inbox_decisions"
+    __table_args__ = (UniqueConstraint("thread", "version", name="uq_inbox_decision_version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    item_id: str = Field(index=True)
+    thread: str = Field(index=True)
+    version: int
+    type: str
+    reviewer: str
+    category: str | None = None
+    decided_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+    args: Any = Field(default=None, sa_column=Column(JSON, nullable=True))
+    model_draft: str | None = None
+    final_text: str | None = None
+    feedback: str | None = None
+    published: bool = Field(default=False, index=True)
+    round: str | None = None
+
+
+class NotificationRow(SQLModel, table=True):
+    """A supervisor notified about a ticket (notify.sent / notify.failed), shown on its items."""
+
+    __tablename__ = "inbox_notifications"
+
+    id: str = Field(primary_key=True)  # the result event id
+    ticket_id: str = Field(index=True)
+    type: str
+    channel: str | None = None
+    at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+
+
+class SessionRow(SQLModel, table=True):
+    """A web session: the sha256 of its id (only the cookie holds the id itself), the digest of
+    the token it was opened with (its role is looked up again on every request), when it
+    began, and a one-time message for the next page."""
+
+    __tablename__ = "inbox_sessions"
+
+    key: str = Field(primary_key=True, max_length=64)
+    token_sha256: str = Field(max_length=64)
+    created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), index=True))
+    flash: str | None = None
+
+
+TABLES = [
+    ItemRow.__table__,  # type: ignore[attr-defined]
+    DecisionRow.__table__,  # type: ignore[attr-defined]
+    NotificationRow.__table__,  # type: ignore[attr-defined]
+    SessionRow.__table__,  # type: ignore[attr-defined]
+]
+
+
+def create_tables(engine: Engine) -> None:
+    SQLModel.metadata.create_all(engine, tables=TABLES)
+    add_missing_columns(engine, TABLES)

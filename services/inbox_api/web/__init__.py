@@ -1,0 +1,36 @@
+"""The reviewer's web page: the inbox list, an item's detail, and the forms that decide it.
+
+Server-rendered (Jinja2, autoescaped), no front-end build. The session cookie (SameSite=strict,
+HttpOnly) holds only a random id; the session lives in the inbox's database (see
+`inbox_api.sessions`), ends at logout or at its absolute lifetime, and takes the reviewer's role
+from the configured tokens on every request. Every form POST must come from this site (Origin,
+else Referer, names this host) and, once logged in, carry the session's CSRF token; wrong tokens
+at the login are throttled per client address like the API's. Viewers read; only reviewers
+decide. Bad form input gets a 4xx page, never a 500.
+
+One module per concept: `cookies` (what a request carries: the inbox, its perimeter, the
+session), `responses` (pages, their headers, the error page), `forms` (reading and guarding a
+post), `login`, `pages` (the list and an item), `decisions` (the edit preview and the decision)
+and `limits` (the body limit in front of every route).
+"""
+
+from starlette.routing import BaseRoute, Route
+
+from .decisions import decide, edit_preview
+from .limits import middleware
+from .login import home, login, login_form, logout
+from .pages import inbox_page, inbox_version, item_page
+
+__all__ = ["middleware", "routes"]
+
+routes: list[BaseRoute] = [
+    Route("/", home, methods=["GET"]),
+    Route("/login", login_form, methods=["GET"]),
+    Route("/login", login, methods=["POST"]),
+    Route("/logout", logout, methods=["POST"]),
+    Route("/inbox", inbox_page, methods=["GET"]),
+    Route("/inbox/version", inbox_version, methods=["GET"]),
+    Route("/items/{id}", item_page, methods=["GET"]),
+    Route("/items/{id}/edit", edit_preview, methods=["POST"]),
+    Route("/items/{id}/decide", decide, methods=["POST"]),
+]

@@ -1,0 +1,95 @@
+"""Form posts: from this site only (Origin, else Referer, names this host), within a size, read
+without a 500 whatever they hold, and, once logged in, carrying the session's CSRF token."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import re
+from typing import Literal
+from urllib.parse import urlsplit
+
+from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from .. import store
+from .cookies import clear_cookie, session_of
+from .responses import error
+
+log = logging.getLogger(__name__)
+
+MAX_FORM_BYTES = 256 * 1024
+MAX_TEXT = 20_000
+
+_PORTS = {"http": 80, "https": 443}
+
+
+def same_origin(request: Request) -> bool:
+    """False when a browser says the form was posted from another site: the Origin header (else
+    the Referer) must name this request's Host. Without either it is no browser's form post."""
+    origin = request.headers.get("origin") or request.headers.get("referer")
+    if origin is None:
+        return True
+    try:
+        sent = urlsplit(origin)
+        scheme = sent.scheme.lower()
+        here = urlsplit("//" + request.headers.get("host", ""))
+        default = _PORTS.get(scheme)
+        return (
+            default is not None
+            and sent.hostname is not None
+            and (sent.hostname, sent.port or default) == (here.hostname, here.port or default)
+        )
+    except ValueError:  # a port that is not a number, a malformed IPv6 host
+        return False
+
+
+async def read_form(request: Request) -> FormData | Response:
+    """The posted form, or the refusal page."""
+    if not same_origin(request):
+        log.warning("form post to %s from another site refused", request.url.path)
+        return error(request, 403, "Refused", "This form was sent from another site.")
+    length = request.headers.get("content-length", "")
+    if re.fullmatch(r"[0-9]+", length) and int(length) > MAX_FORM_BYTES:
+        return error(request, 413, "Too large", "That form is larger than this page accepts.")
+    try:
+        return await request.form(max_files=0, max_fields=20)
+    except HTTPException as exc:
+        return error(request, 400, "Bad form", str(exc.detail))
+    except (UnicodeDecodeError, ValueError):
+        return error(request, 400, "Bad form", "The form could not be read.")
+
+
+def text(form: FormData, name: str) -> str | None:
+    value = form.get(name)
+    if not isinstance(value, str):
+        return None
+    return value.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def version(form: FormData) -> int | None:
+    given = text(form, "version") or ""
+    return int(given) if re.fullmatch(r"[0-9]{1,9}", given) and int(given) >= 1 else None
+
+
+async def guard(
+    request: Request, form: FormData, role: Literal["viewer", "reviewer"]
+) -> store.Reviewer | Response:
+    """The session's user, if logged in, the form carries the session's CSRF token, and the
+    role suffices; otherwise the refusal page."""
+    session = await session_of(request)
+    if session is None:
+        answer = error(request, 401, "Log in first", "Your session has ended.", back="/login")
+        clear_cookie(request, answer)
+        return answer
+    who = session.user
+    sent = text(form, "csrf") or ""
+    if not hmac.compare_digest(sent.encode(), session.csrf.encode()):
+        return error(
+            request, 403, "Form expired", "This form is not from your current session; reload."
+        )
+    if role == "reviewer" and who.role != "reviewer":
+        return error(request, 403, "Read only", "Your token may read the inbox but not decide.")
+    return who

@@ -1,0 +1,183 @@
+"""The pages a reviewer reads: the inbox list (its tabs, filters and pages, and the version
+stamp it polls to reload), and one item in full (its conversation, its versions and what
+changed, and the decisions it allows)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from .. import store
+from ..render import age, changes, fold, when
+from .cookies import edge_of, inbox_of, session_of
+from .decisions import allowed_kinds, draft_of
+from .responses import error, item_url, page, to_login
+
+PAGE_SIZE = 50
+SORTS = ("oldest", "newest", "priority")
+STATUS_MEANINGS = {  # what each status means, in the reviewer's words
+    "waiting": "Waiting for a reviewer.",
+    "redrafting": "Feedback given: the next version is being drafted.",
+    "sending": "Approved: the sender is delivering it. Not sent yet.",
+    "sent": "Sent to the customer.",
+    "failed": "Sending failed.",
+    "withdrawn": "Withdrawn: nothing will be sent.",
+    "ignored": "Ignored: nothing was sent.",
+    "superseded": "Replaced by a newer version.",
+}
+
+
+def version_stamp(stats: dict[str, Any]) -> str:
+    """Changes whenever any item arrives or changes status (every change moves a count)."""
+    counts = json.dumps(stats["by_status"], sort_keys=True).encode()
+    return hashlib.sha256(counts).hexdigest()[:16]
+
+
+def previous_version(item: dict[str, Any], versions: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The version this one replaces, when comparing their replies says what changed: the
+    one before it in the same round, or one it superseded (a reply already sent is history)."""
+    before = [v for v in versions if v["version"] < item["version"]]
+    if not before or not isinstance(before[-1].get("reply"), str):
+        return None
+    last = before[-1]
+    if last["round"] == item["round"] or last["status"] in ("superseded", "redrafting"):
+        return last
+    return None
+
+
+async def inbox_page(request: Request) -> Response:
+    session = await session_of(request)
+    if session is None:
+        return to_login(request)
+    q = request.query_params
+    status = q.get("status") or "waiting"
+    if status != "all" and status not in store.STATUSES:
+        return error(request, 422, "Unknown status", f"Pick one of {', '.join(store.STATUSES)}.")
+    sort = q.get("sort") or "oldest"
+    if sort not in SORTS:
+        return error(request, 422, "Unknown order", "Sort by oldest, newest or priority.")
+    priority = q.get("priority") or ""
+    if priority and priority not in store.PRIORITIES:
+        return error(
+            request, 422, "Unknown priority", f"Pick one of {', '.join(store.PRIORITIES)}."
+        )
+    category = (q.get("category") or "").strip()[:100]
+    text = (q.get("text") or "").strip()[:200]
+    engine = inbox_of(request).engine
+    stats = await asyncio.to_thread(store.stats, engine)  # before the list: a change between
+    try:  # the two queries costs at most one extra reload, never a missed one
+        items, next_cursor = await asyncio.to_thread(
+            store.list_items,
+            engine,
+            status=None if status == "all" else status,
+            category=category or None,
+            text=text or None,
+            priority=priority or None,
+            sort=sort,  # type: ignore[arg-type]
+            cursor=q.get("cursor") or None,
+            limit=PAGE_SIZE,
+        )
+    except store.Invalid as exc:
+        return error(request, 422, "Bad page link", str(exc))
+    now = dt.datetime.now(dt.UTC)
+    rows = [
+        {**item, "age": age(when(item["created_at"]), now), "url": item_url(item["id"])}
+        for item in items
+    ]
+    kept = {"priority": priority, "category": category, "text": text, "sort": sort}
+    tabs = [
+        {
+            "name": name,
+            "count": None if name == "all" else stats["by_status"].get(name, 0),
+            "url": "/inbox?" + urlencode({"status": name, **kept}),
+            "current": name == status,
+        }
+        for name in (*store.STATUSES, "all")
+    ]
+    more = "/inbox?" + urlencode({"status": status, **kept, "cursor": next_cursor})
+    context = {
+        "items": rows,
+        "tabs": tabs,
+        "status": status,
+        "sort": sort,
+        "priority": priority,
+        "priorities": store.PRIORITIES,
+        "category": category,
+        "text": text,
+        "categories": sorted(c for c in stats["by_category"] if c != "none"),
+        "next_url": more if next_cursor else None,
+        "version": version_stamp(stats),
+        "flash": session.flash,
+    }
+    if session.flash is not None:  # shown once
+        await asyncio.to_thread(edge_of(request).sessions.flash, session, None)
+    return page(request, "list.html", context)
+
+
+async def inbox_version(request: Request) -> Response:
+    if await session_of(request) is None:
+        return JSONResponse({"error": "log in first"}, status_code=401)
+    stats = await asyncio.to_thread(store.stats, inbox_of(request).engine)
+    return JSONResponse(
+        {"version": version_stamp(stats), "waiting": stats["by_status"].get("waiting", 0)},
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+async def item_page(request: Request) -> Response:
+    session = await session_of(request)
+    if session is None:
+        return to_login(request)
+    who = session.user
+    item = await asyncio.to_thread(
+        store.get_item, inbox_of(request).engine, request.path_params["id"]
+    )
+    if item is None:
+        return error(request, 404, "Not found", "There is no such item in the inbox.")
+    args = item["action_request"].get("args") or {}
+    versions = [{**v, "url": item_url(v["id"])} for v in item["versions"]]
+    latest = versions[-1] if versions else None
+    allowed = allowed_kinds(item, who)
+    reply = draft_of(item)
+    earlier, recent = fold(item.get("conversation") or [], item.get("round_messages") or [])
+    previous = previous_version(item, versions)
+    lines = await asyncio.to_thread(changes, previous["reply"] or "", reply) if previous else []
+    rewritten = bool(lines) and all(kind in ("removed", "added") for kind, _ in lines)
+    result = item.get("result") or {}
+    context = {
+        "item": item,
+        "url": item_url(item["id"]),
+        "reply": reply,
+        "rows": min(30, max(8, reply.count("\n") + 3)),
+        "editing": request.query_params.get("edit") == "1" and allowed["edit"],
+        "subject": args.get("subject") if isinstance(args.get("subject"), str) else None,
+        "other_args": {k: v for k, v in args.items() if k not in ("reply", "subject")},
+        "age": age(when(item["created_at"]), dt.datetime.now(dt.UTC)),
+        "allowed": allowed,
+        "state": STATUS_MEANINGS.get(item["status"], item["status"]),
+        "error": result.get("error") if item["status"] == "failed" else None,
+        "customer": item.get("customer") or {},
+        "ticket_url": inbox_of(request).link(item.get("ticket_id")),
+        "notified": [n for n in item.get("notifications") or [] if n["type"] == "notify.sent"],
+        "not_notified": [
+            n for n in item.get("notifications") or [] if n["type"] == "notify.failed"
+        ],
+        "messages": len(earlier) + len(recent),
+        "earlier_messages": earlier,
+        "recent_messages": recent,
+        "answered": [m for m in recent if m["answered"]],
+        "previous": previous,
+        # a rewrite has no line in common: the new text is above, show only what went
+        "changes": [line for line in lines if line[0] == "removed"] if rewritten else lines,
+        "rewritten": rewritten,
+        "earlier": [v for v in versions if v["version"] != item["version"]],
+        "latest": latest if latest and latest["version"] > item["version"] else None,
+    }
+    return page(request, "item.html", context)

@@ -1,0 +1,63 @@
+"""What every page answer is: a template rendered with the user, the CSRF token and a fresh CSP
+nonce, under the security headers; the error page; the way to the login."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.templating import Jinja2Templates
+
+from ..render import utc
+from ..sessions import WebSession
+from .cookies import clear_cookie, user_of
+
+templates = Jinja2Templates(
+    env=jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parents[1] / "templates"),
+        autoescape=True,
+    )
+)
+templates.env.filters["utc"] = utc
+
+
+def item_url(item_id: str) -> str:
+    return "/items/" + quote(item_id, safe="")
+
+
+def page(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
+    nonce = secrets.token_urlsafe(16)
+    session: WebSession | None = getattr(request.state, "session", None)
+    csrf = session.csrf if session else ""
+    full = {"user": user_of(request), "csrf": csrf, "nonce": nonce, "flash": None, **context}
+    headers = {
+        "Content-Security-Policy": (
+            f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
+            "connect-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; "
+            "base-uri 'none'"
+        ),
+        "X-Frame-Options": "DENY",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "same-origin",
+        "Cache-Control": "no-store",
+    }
+    return templates.TemplateResponse(request, name, full, status_code=status, headers=headers)
+
+
+def error(
+    request: Request, status: int, title: str, message: str, back: str = "/inbox"
+) -> Response:
+    context = {"title": title, "message": message, "back": back, "status": status}
+    return page(request, "error.html", context, status)
+
+
+def to_login(request: Request) -> Response:
+    """To the login page, dropping a cookie whose session has ended."""
+    answer = RedirectResponse("/login", status_code=303)
+    clear_cookie(request, answer)
+    return answer
