@@ -376,6 +376,11 @@ def render_item(item: dict[str, Any], now: dt.datetime | None = None) -> str:
         ("trigger", " ".join(str(trigger.get(k, "")) for k in ("source", "type", "event_id"))),
         ("created", f"{_when(created)} ({age(created, now)} ago)" if created else "-"),
         ("cost", _cost(item.get("cost") or {})),
+        *(
+            [("trace", f"{item['trace_id']} (desk trace {item['trace_id']})")]
+            if item.get("trace_id")
+            else []
+        ),
         ("you may", ", ".join(allowed) if waiting else f"nothing, it is {item.get('status')}"),
     ]
     lines = [f"{name + ':':<10}{_one_line(value)}" for name, value in fields]

@@ -76,6 +76,11 @@ def document() -> dict[str, Any]:
             "round_messages": {"type": "array", "items": {"type": "string"}},
             "overdue_since": {"type": ["string", "null"], "format": "date"},
             "withdrawn_reason": {"type": ["string", "null"]},
+            "trace_id": {
+                "type": ["string", "null"],
+                "description": "the W3C trace the item belongs to: `desk trace <trace_id>` "
+                "prints its path from the webhook to the result",
+            },
             "conversation": {
                 "type": "array",
                 "description": "the ticket's messages, oldest first (item detail only)",

@@ -75,6 +75,8 @@ async def test_one_webhook_is_one_trace_through_a_redelivery_and_a_replay(
     assert int(count) == len(subjects)
     for other in ("T1012~v1", trace_id):  # found by the item id and by the trace id too
         assert TRACE_LINE.findall(desk(stack, "trace", other).stdout) == [(trace_id, count)]
+    shown = desk(stack, "inbox", "show", "T1012~v1").stdout  # the item names its trace
+    assert f"trace:    {trace_id} (desk trace {trace_id})" in shown, shown
 
     # the drafter's retry and its dead letter were logged under the same trace
     drafter = [json.loads(line) for line in (stack.var / "log" / "drafter.log").open()]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared import trace
+
 from .tables import DecisionRow, ItemRow, as_utc
 
 
@@ -40,7 +42,13 @@ def item_json(row: ItemRow) -> dict[str, Any]:
         "round_messages": row.round_messages or [],
         "overdue_since": row.overdue_since.isoformat() if row.overdue_since else None,
         "withdrawn_reason": row.withdrawn_reason,
+        "trace_id": _trace_id(row.traceparent),
     }
+
+
+def _trace_id(traceparent: str | None) -> str | None:
+    found = trace.Trace.parse(traceparent)
+    return found.trace_id if found else None
 
 
 def detail_json(row: ItemRow) -> dict[str, Any]:
