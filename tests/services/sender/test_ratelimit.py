@@ -129,7 +129,9 @@ async def test_take_really_waits_with_asyncio_sleep() -> None:
     started = time.monotonic()
     assert await bucket.take(max_wait=1)
     assert time.monotonic() - started >= 0.015
-    assert not await bucket.take(max_wait=0.001)
+    slow = TokenBucket(rate=1, burst=1)  # the next token is a second away, however busy we are
+    assert await slow.take(max_wait=0)
+    assert not await slow.take(max_wait=0.001)
 
 
 @pytest.mark.parametrize(("rate", "burst"), [(0, 1), (-1, 1), (1, 0)])
