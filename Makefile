@@ -50,11 +50,13 @@ run: $(VENV)/.installed
 	$(BIN)/desk up
 
 # Test files run in parallel on PYTEST_WORKERS processes (each file on one worker, so its
-# module-scoped servers are shared); PYTEST_WORKERS=0 runs them in this process.
+# module-scoped servers are shared); PYTEST_WORKERS=0 runs them in this process. Most tests
+# wait on servers, not on the CPU, so there are more workers than cores. The slowest tests are
+# printed after every run: the suite's budget (5 minutes here) stays visible.
 PYTEST_WORKERS ?= 2
 
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 check: $(VENV)/.installed-test
 	$(BIN)/ruff format --check .

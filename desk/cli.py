@@ -113,16 +113,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run_service(name: str, part: str | None = None) -> int:
-    if part == "imap":
-        settings: DeskSettings = ImapSettings()
-        module = importlib.import_module("services.ingress.imap")
-    else:
-        try:
-            settings = SERVICE_SETTINGS[name]()
-        except ValidationError as exc:
-            print(f"desk {name}: {first_error(exc, 'settings')}", file=sys.stderr)
-            return 2
-        module = importlib.import_module(f"services.{name}.main")
+    try:
+        settings: DeskSettings = ImapSettings() if part == "imap" else SERVICE_SETTINGS[name]()
+    except ValidationError as exc:
+        print(f"desk {name}: {first_error(exc, 'settings')}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(
+        "services.ingress.imap" if part == "imap" else f"services.{name}.main"
+    )
     try:
         asyncio.run(module.run(settings))
     except ConfigError as exc:

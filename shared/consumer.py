@@ -24,6 +24,7 @@ dead-lettered instead of vanishing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 import time
@@ -37,7 +38,7 @@ from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from pydantic import BaseModel, ValidationError
 
-from . import catalog, db, envelope, ids, metrics, subjects, trace
+from . import catalog, db, envelope, ids, metrics, subjects, telemetry, trace
 from . import headers as h
 from . import logging as desk_logging
 from .bus import Bus
@@ -281,9 +282,28 @@ class ConsumerRuntime:
         msg_id = headers.get(h.ORIGINAL_MSG_ID) or headers.get(h.MSG_ID)
         # the delivery's trace is current while it is handled: logs carry it, and every
         # message published meanwhile continues it (shared.trace)
+        parent = trace.of(headers)
         with (
             desk_logging.bound(msg_id, headers.get(h.CORRELATION_ID)),
-            trace.continued(trace.of(headers)),
+            # a message that names no trace (not one of ours) is handled outside any
+            contextlib.nullcontext()
+            if parent is None
+            else telemetry.span(
+                f"process {msg.subject}",
+                "consumer",
+                parent=parent,
+                attributes={
+                    "messaging.system": "nats",
+                    "messaging.operation.type": "process",
+                    "messaging.destination.name": msg.subject,
+                    "messaging.consumer.group.name": c.name,
+                    "messaging.message.id": msg_id or "",
+                    "desk.service": self.service,
+                    "desk.stream": meta.stream,
+                    "desk.stream_seq": meta.sequence.stream,
+                    "desk.attempt": attempt,
+                },
+            ),
         ):
             if attempt > c.max_deliver:
                 await self._dead_letter(
@@ -392,6 +412,7 @@ class ConsumerRuntime:
             await self._dead_letter(msg, "retries_exhausted", _describe(exc))
             return
         delay = c.retry.delay(attempt, retry_after=retry_after)
+        _failed(_describe(exc))
         log.info("attempt %d failed (%s); retry in %.2fs", attempt, _describe(exc), delay)
         await self._settle(msg, "nak", "retried", delay=delay)
 
@@ -437,6 +458,7 @@ class ConsumerRuntime:
             log.error("dead letter not written (%s); will retry", exc)
             await self._settle(msg, "nak", "retried", delay=c.retry.maximum)
             return
+        _failed(f"{reason}: {error}")
         log.warning("dead-lettered (%s): %s", reason, error)
         metrics.DEAD_LETTERS.labels(self.service, c.name, reason).inc()
         await self._settle(msg, "term", "dead_lettered")
@@ -455,6 +477,15 @@ class ConsumerRuntime:
             # The broker will redeliver after ack_wait; handlers are idempotent.
             log.warning("%s not sent (%s)", action, exc.__class__.__name__)
         metrics.MESSAGES.labels(self.service, self.consumer.name, outcome).inc()
+        work = telemetry.current()
+        if work is not None:
+            work.attributes["desk.outcome"] = outcome
+
+
+def _failed(error: str) -> None:
+    work = telemetry.current()
+    if work is not None:
+        work.fail(error)
 
 
 def _describe(exc: BaseException) -> str:

@@ -33,7 +33,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
-from . import catalog
+from . import catalog, telemetry
 from . import logging as desk_logging
 from .bus import Bus
 from .consumer import Consumer, ConsumerRuntime, Decoder, Delivery, Handler
@@ -92,6 +92,7 @@ class Service:
     async def __aenter__(self) -> Service:
         s = self.settings
         desk_logging.configure(self.name, s.log_level, s.log_format)
+        telemetry.configure(self.name, s.otlp_endpoint, s.otlp_header_map())
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._on_signal, sig)
@@ -124,6 +125,7 @@ class Service:
         await self.ops.stop()  # /readyz answered 503 throughout the drain
         if self.bus is not None:
             await self.bus.close()
+        await asyncio.to_thread(telemetry.shutdown)  # the spans still queued go out
         log.info("stopped")
 
     def request_stop(self) -> None:
@@ -178,6 +180,9 @@ class Service:
         found = {
             "nats": connected,
             "streams": connected and await self._streams_present(),
+            # every consumer the catalog declares for this service is bound: before that, a
+            # "ready" service would not yet be taking its work
+            "consuming": self._declared_durables() <= {rt.consumer.name for rt in self.runtimes},
             "accepting": not self._draining,
         }
         for name, check in self.checks.items():
@@ -186,6 +191,12 @@ class Service:
             except Exception:  # a check that cannot answer says "not ready", never a 500
                 found[name] = False
         return found
+
+    def _declared_durables(self) -> set[str]:
+        try:
+            return {c.durable for c in catalog.spec(self.name).consumers}
+        except KeyError:  # a service the catalog does not know declares no consumers
+            return set()
 
     async def _streams_present(self) -> bool:
         assert self.bus is not None

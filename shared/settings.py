@@ -100,12 +100,41 @@ class DeskSettings(BaseSettings):
     )
     drain_timeout: float = Field(default=20.0, gt=0, description="seconds to finish in-flight work")
 
+    otlp_endpoint: str | None = Field(
+        default=None,
+        description="an OpenTelemetry collector's OTLP/HTTP URL (http://collector:4318): every "
+        "span is exported there; unset, nothing is",
+    )
+    otlp_headers: SecretStr | None = Field(
+        default=None,
+        description="headers for the collector, 'name=value,name=value' (an API key); never logged",
+    )
+
     # every consumer of this service
     max_deliver: int = Field(default=5, ge=1, description="deliveries before a dead letter")
     retry_initial: float = Field(default=1.0, gt=0, description="seconds before the first retry")
     retry_max: float = Field(default=60.0, gt=0, description="longest retry delay, seconds")
     ack_wait: float = Field(default=30.0, gt=0, description="seconds before redelivery")
     concurrency: int = Field(default=8, ge=1, description="deliveries handled at once")
+
+    @model_validator(mode="after")
+    def _otlp(self) -> DeskSettings:
+        if self.otlp_endpoint and not self.otlp_endpoint.startswith(("http://", "https://")):
+            raise ValueError("DESK_OTLP_ENDPOINT must be an http:// or https:// URL")
+        self.otlp_header_map()  # says which part is not name=value
+        return self
+
+    def otlp_header_map(self) -> dict[str, str]:
+        """DESK_OTLP_HEADERS as a dict (the OTEL_EXPORTER_OTLP_HEADERS format)."""
+        found: dict[str, str] = {}
+        text = self.otlp_headers.get_secret_value() if self.otlp_headers else ""
+        for n, part in enumerate(p for p in text.split(",") if p.strip()):
+            name, sep, value = part.partition("=")
+            if not sep or not name.strip():
+                # never the text itself: it holds the collector's credentials
+                raise ValueError(f"DESK_OTLP_HEADERS entry {n + 1} is not name=value")
+            found[name.strip()] = value.strip()
+        return found
 
     def nats_auth(self) -> NatsAuth:
         return NatsAuth(

@@ -2,8 +2,9 @@
 
 Ingress starts a trace for each webhook (or continues the caller's, when the request carries a
 valid `traceparent`) and stores it in the event's NATS headers. Every hop after that carries it
-on: the consumer runtime makes the delivery's trace current while its handler runs, and the bus
-writes the current trace, as a new span of it, into every message published meanwhile. Where
+on: the consumer runtime handles each delivery as a span of the trace its message names, and
+the bus writes the current trace, as a new span of it, into every message published meanwhile
+(`shared.telemetry`: each span can also be exported, over OTLP). Where
 work is picked up later from a database (a decision made in the inbox, a result relayed from
 the outbox), the trace stored with the row is made current for that publish. Dead letters keep
 the original headers, so a replay continues the same trace. Every log line written meanwhile
@@ -91,13 +92,3 @@ def current_header() -> str | None:
     """The current trace as a `traceparent` value, to store with work picked up later."""
     found = current.get()
     return found.header if found else None
-
-
-def outgoing(headers: Mapping[str, str] | None) -> dict[str, str]:
-    """`headers` for a message published now: with the current trace as a new span, unless
-    they name a trace already."""
-    found = dict(headers or {})
-    now = current.get()
-    if now is not None and of(found) is None:
-        found[HEADER] = now.child().header
-    return found

@@ -5,7 +5,9 @@ product uses (a URL in its settings), so the product's own client code runs unpa
 
 - `standins.llm.FakeLLM`: an OpenAI-compatible chat-completions server (the drafter's model);
 - `standins.channel.FakeChannel`: a helpdesk's reply endpoint or a Slack-compatible incoming
-  webhook (the sender's delivery channel and supervisor notifications).
+  webhook (the sender's delivery channel and supervisor notifications);
+- `standins.collector.Collector`: an OpenTelemetry collector's OTLP/HTTP trace receiver (where
+  every service exports its spans, with DESK_OTLP_ENDPOINT).
 
 Each serves from a background thread with its own event loop (`standins.server`), so it answers
 in-process async tests, threads and other processes alike. Nothing in the product (`shared/`,

@@ -39,7 +39,7 @@ class ItemProjection:
 
     async def on_item(self, delivery: Delivery[Envelope]) -> None:
         item: InboxItem = delivery.payload  # checked by the runtime (Consumer.payload)
-        traceparent = delivery.headers.get(trace.HEADER)
+        traceparent = trace.current_header()  # this projection's span: the decision continues it
         if await asyncio.to_thread(store.project, self.engine, item, traceparent):
             log.info("item %s is in the inbox", item.id)
 

@@ -20,6 +20,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from shared import telemetry, trace
 from shared.bodies import BodyRefused, closing, read_limited
 from shared.bus import Bus
 from shared.bus.pipeline import Pipeline
@@ -27,7 +28,7 @@ from shared.errors import PermanentError, TransientError
 from shared.signatures import SignatureError, TimestampError
 
 from . import metrics
-from .intake import RequestError, event_for, parse_json, verify
+from .intake import Event, RequestError, event_for, parse_json, verify
 from .replays import Replays
 from .sources import Source
 
@@ -116,7 +117,30 @@ async def _receive(request: Request, config: WebhookConfig, source: Source | Non
     document = parse_json(body)
     received = dt.datetime.now(dt.UTC)
     event = event_for(source, document, body, lower, raw_headers, received)
+    # the request is the event's first span: its id is the parent the event's headers name
+    with telemetry.span(
+        f"POST /webhooks/{source.name}",
+        "server",
+        parent=trace.of(lower),
+        this=trace.of(event.headers),
+        attributes={
+            "http.request.method": "POST",
+            "http.route": "/webhooks/{source}",
+            "desk.source": source.name,
+            "desk.event_type": event.type,
+            "messaging.message.id": event.msg_id,
+        },
+    ) as receiving:
+        response = await _store(request, config, source, event, body)
+        receiving.attributes["http.response.status_code"] = response.status_code
+        if response.status_code >= 500:
+            receiving.fail("event not stored")
+        return response
 
+
+async def _store(
+    request: Request, config: WebhookConfig, source: Source, event: Event, body: bytes
+) -> Response:
     bus: Bus | None = request.app.state.service.bus
     if bus is None or not bus.connected:
         return _unavailable(config)

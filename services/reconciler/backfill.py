@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from prometheus_client import Counter, Gauge, Histogram
 
 from shared import headers as h
-from shared import ids, subjects, trace
+from shared import ids, subjects, telemetry
 from shared.bus import Bus
 from shared.ledger import Ledger
 from shared.source import SourceSystem, Ticket
@@ -54,9 +54,9 @@ class BackfillCounts:
 
 
 def event_headers(ticket_id: str, event_type: str, msg_id: str) -> dict[str, str]:
-    """What ingress stores with an event, for one the reconciler found: a trace starts here."""
+    """What ingress stores with an event, for one the reconciler found (the publish adds the
+    trace that starts here)."""
     return {
-        trace.HEADER: trace.Trace.new().header,
         h.SOURCE: SOURCE,
         h.EVENT_ID: msg_id,
         h.EVENT_TYPE: event_type,
@@ -77,12 +77,19 @@ async def publish_ticket_event(
         priority=ticket.priority,
         **data,
     )
-    published = await bus.publish(
-        subjects.event(SOURCE, event_type),
-        json.dumps(body).encode(),
-        msg_id=msg_id,
-        headers=event_headers(ticket.id, event_type, msg_id),
-    )
+    # a trace starts here, as a webhook's starts at ingress
+    with telemetry.span(
+        f"reconcile {event_type}",
+        "internal",
+        parent=None,
+        attributes={"desk.source": SOURCE, "desk.event_type": event_type, "desk.ticket": ticket.id},
+    ):
+        published = await bus.publish(
+            subjects.event(SOURCE, event_type),
+            json.dumps(body).encode(),
+            msg_id=msg_id,
+            headers=event_headers(ticket.id, event_type, msg_id),
+        )
     return not published.duplicate
 
 

@@ -16,6 +16,7 @@ path; `tests/test_layout.py` keeps them here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import ssl
 import time
@@ -31,7 +32,7 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 
 from .. import headers as h
-from .. import metrics, trace
+from .. import metrics, telemetry, trace
 from ..envelope import Envelope
 from ..errors import PermanentError, TransientError
 
@@ -225,6 +226,10 @@ class Bus:
             )
         except (OSError, TimeoutError, nats_errors.Error) as exc:
             refused = nc.refused if isinstance(nc, TlsOnlyClient) else None
+            # nats-py leaves a refused attempt's socket open: a service retrying for as long
+            # as the broker refuses it would run out of file descriptors
+            with contextlib.suppress(Exception):
+                await nc.close()
             raise TransientError(
                 f"cannot connect to NATS: {refused or exc.__class__.__name__}"
             ) from exc
@@ -271,10 +276,40 @@ class Bus:
         timeout: float | None = None,
     ) -> Published:
         """Publish and wait for the PubAck, retrying with the same id until `timeout` passes.
-        The current trace (`shared.trace`) goes with it unless `headers` name one."""
+        The current trace (`shared.trace`) goes with it, as the span of this publish, unless
+        `headers` name one (an event ingress stored, a dead letter keeping its original's)."""
         if not msg_id:
             raise ValueError("every publish needs a dedup id")
-        headers = trace.outgoing(headers)  # the trace this work belongs to, one hop on
+        parent = None if trace.of(headers) else trace.current.get()
+        if parent is None:
+            return await self._publish(subject, data, msg_id, headers, timeout)
+        with telemetry.span(
+            f"publish {subject}",
+            "producer",
+            parent=parent,
+            attributes={
+                "messaging.system": "nats",
+                "messaging.operation.type": "send",
+                "messaging.destination.name": subject,
+                "messaging.message.id": msg_id,
+                "desk.service": self.service,
+            },
+        ) as sending:
+            headers = {**(headers or {}), trace.HEADER: sending.trace.header}
+            published = await self._publish(subject, data, msg_id, headers, timeout)
+            sending.attributes.update(
+                {"desk.stream_seq": published.seq, "desk.duplicate": published.duplicate}
+            )
+            return published
+
+    async def _publish(
+        self,
+        subject: str,
+        data: bytes,
+        msg_id: str,
+        headers: Mapping[str, str] | None,
+        timeout: float | None,
+    ) -> Published:
         deadline = time.monotonic() + (timeout or self.publish_timeout)
         counter = metrics.PUBLISHES
         delay = 0.05

@@ -1144,10 +1144,9 @@ def test_nats_accepts_the_bcrypt_hashes_of_the_passwords_in_its_configuration(
     pytest.importorskip("bcrypt", reason="pip install bcrypt (for hashed NATS passwords)")
     import asyncio
 
-    import nats
-    from nats.errors import NoServersError
-
     from desk.natsserver import NatsServer
+    from shared.bus import Bus, NatsAuth
+    from shared.errors import TransientError
     from shared.passwords import nats_hashed
 
     nats_server_binary()
@@ -1161,17 +1160,15 @@ def test_nats_accepts_the_bcrypt_hashes_of_the_passwords_in_its_configuration(
 
     async def login(user: str, password: str) -> bool:
         try:
-            connection = await nats.connect(
+            bus = await Bus.connect(
                 server.url,
-                user=user,
-                password=password,
-                connect_timeout=2,
-                max_reconnect_attempts=0,
-                allow_reconnect=False,
+                service=user,
+                auth=NatsAuth(user=user, password=password),
+                reconnect=False,
             )
-        except (NoServersError, nats.errors.Error, OSError):
+        except TransientError:
             return False
-        await connection.close()
+        await bus.close()
         return True
 
     try:

@@ -10,22 +10,23 @@ import re
 import stat
 from pathlib import Path
 
-import nats
 import pytest
 
 from desk.cli import main
 from desk.natsserver import NatsServer
+from shared.bus import Bus, NatsAuth
+from shared.errors import TransientError
 from shared.permissions import ADMIN, USERS
 
 
 async def logs_in(url: str, user: str, password: str) -> bool:
     try:
-        connection = await nats.connect(
-            url, user=user, password=password, connect_timeout=2, allow_reconnect=False
+        bus = await Bus.connect(
+            url, service=user, auth=NatsAuth(user=user, password=password), reconnect=False
         )
-    except (nats.errors.Error, OSError):
+    except TransientError:
         return False
-    await connection.close()
+    await bus.close()
     return True
 
 

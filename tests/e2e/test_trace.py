@@ -1,13 +1,15 @@
 """One webhook followed to its `reply.sent` by its trace id, through a redelivery (the model
 answered 503 once) and a replay (it then refused the credentials: a dead letter, replayed once
 the model worked): every stored message and every log line of its hops carry the one trace, and
-`desk trace` prints the path from the broker's records."""
+`desk trace` prints the path from the broker's records. With an OTLP endpoint set, every hop
+is also a span exported to the collector: one connected tree from the webhook to the result."""
 
 from __future__ import annotations
 
 import json
 import re
 
+from standins.collector import Collector, Span
 from standins.llm import FakeLLM
 from tests.helpers import eventually
 
@@ -21,6 +23,14 @@ TRACE_LINE = re.compile(r"^trace ([0-9a-f]{32}): (\d+) messages$", re.M)
 async def test_one_webhook_is_one_trace_through_a_redelivery_and_a_replay(
     stack: Stack, fake_llm: FakeLLM
 ) -> None:
+    collector = Collector().start()
+    try:
+        await follow_one_webhook(stack, fake_llm, collector)
+    finally:
+        collector.stop()
+
+
+async def follow_one_webhook(stack: Stack, fake_llm: FakeLLM, collector: Collector) -> None:
     fake_llm.fail_next(503)  # the first attempt: transient, redelivered
     fake_llm.fail_next(401)  # the second: permanent, dead-lettered
     stack.env.update(
@@ -28,6 +38,8 @@ async def test_one_webhook_is_one_trace_through_a_redelivery_and_a_replay(
             "DESK_LLM_BASE_URL": fake_llm.url,
             "DESK_LLM_API_KEY": "test-key",
             "DESK_RETRY_INITIAL": "0.2",
+            "DESK_OTLP_ENDPOINT": collector.url,
+            "OTEL_BSP_SCHEDULE_DELAY": "200",  # the SDK's batch interval, ms
         }
     )
     stack.up()
@@ -79,11 +91,57 @@ async def test_one_webhook_is_one_trace_through_a_redelivery_and_a_replay(
     assert f"trace:    {trace_id} (desk trace {trace_id})" in shown, shown
 
     # the drafter's retry and its dead letter were logged under the same trace
-    drafter = [json.loads(line) for line in (stack.var / "log" / "drafter.log").open()]
+    drafter = [
+        json.loads(line) for line in (stack.var / "log" / "drafter.log").read_text().splitlines()
+    ]
     retried = [r for r in drafter if "retry in" in r["message"]]
     lettered = [r for r in drafter if r["message"].startswith("dead-lettered")]
     assert retried and {r.get("trace_id") for r in retried} == {trace_id}
     assert lettered and {r.get("trace_id") for r in lettered} == {trace_id}
-    inbox = [json.loads(line) for line in (stack.var / "log" / "inbox_api.log").open()]
+    inbox = [
+        json.loads(line) for line in (stack.var / "log" / "inbox_api.log").read_text().splitlines()
+    ]
     [projected] = [r for r in inbox if r["message"] == "item T1012~v1 is in the inbox"]
     assert projected.get("trace_id") == trace_id
+
+    # the same path as spans at the collector: one tree, rooted at the webhook's request
+    def spans() -> list[Span]:
+        return [s for s in collector.spans() if s.trace_id == trace_id]
+
+    def reached_the_result() -> bool:
+        return any(s.name == "publish results.reply.sent" for s in spans())
+
+    await eventually(reached_the_result, timeout=30, message="the result's span at the collector")
+    found = spans()
+    by_id = {s.span_id: s for s in found}
+    [root] = [s for s in found if s.parent_span_id not in by_id]
+    assert (root.name, root.kind, root.service) == ("POST /webhooks/helpdesk", "SERVER", "ingress")
+    assert root.attributes["http.response.status_code"] == 202
+    drafting = [s for s in found if s.name == "process work.drafter.ticket.created"]
+    assert [(s.attributes["desk.attempt"], s.attributes["desk.outcome"]) for s in drafting] == [
+        (1, "retried"),
+        (2, "dead_lettered"),
+        (1, "acked"),  # the replay: a new message, the same trace
+    ], drafting
+    assert drafting[0].error and drafting[1].error and drafting[2].error is None
+    assert {s.service for s in found} >= {"ingress", "router", "drafter", "inbox_api", "sender"}
+
+    def path(span: Span) -> list[str]:
+        names = []
+        while span.parent_span_id in by_id:
+            names.append(span.name)
+            span = by_id[span.parent_span_id]
+        return [*names, span.name][::-1]
+
+    [result] = [s for s in found if s.name == "publish results.reply.sent"]
+    assert path(result) == [
+        "POST /webhooks/helpdesk",
+        "process events.helpdesk.ticket.created",
+        "publish work.drafter.ticket.created",
+        "process work.drafter.ticket.created",
+        "publish inbox.item",
+        "process inbox.item",  # the inbox's projection, whose row the decision continues
+        "publish inbox.decision",
+        "process inbox.decision",
+        "publish results.reply.sent",
+    ], path(result)

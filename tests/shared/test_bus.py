@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from desk.natsserver import NatsServer
@@ -96,3 +98,39 @@ async def test_an_envelope_is_published_once_under_its_own_id_with_what_it_belon
     assert stored.headers[h.MSG_ID] == "inbox.item:T1:r1:v1"
     assert stored.headers[h.CORRELATION_ID] == "e7"
     assert stored.headers[h.CONTENT_TYPE] == h.CLOUDEVENTS_JSON
+
+
+async def test_a_broker_refusing_the_login_again_and_again_leaks_no_connection(
+    tmp_path: Path,
+) -> None:
+    """A service retries its connect for as long as the broker refuses it (a rotated password
+    not yet rolled out): each refused attempt must give its socket back."""
+    import os
+
+    from shared import permissions
+    from shared.bus import NatsAuth
+
+    users = {u: "pw-" + u for u in (permissions.ADMIN, *permissions.SERVICES)}
+    server = NatsServer(
+        tmp_path / "nats", sync_always=False, authorization=permissions.authorization_block(users)
+    )
+    server.start()
+
+    def open_sockets() -> int:
+        found = 0
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                found += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+            except FileNotFoundError:  # the listing's own descriptor, closed by now
+                pass
+        return found
+
+    wrong = NatsAuth(user="router", password="not-the-password")
+    try:
+        before = open_sockets()
+        for _ in range(5):
+            with pytest.raises(TransientError):
+                await Bus.connect(server.url, service="router", auth=wrong, reconnect=False)
+        assert open_sockets() == before
+    finally:
+        server.kill()

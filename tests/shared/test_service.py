@@ -53,6 +53,33 @@ async def test_ready_only_once_nats_answers_and_the_streams_exist(tmp_path: Path
         nats.kill()
 
 
+async def test_not_ready_until_every_declared_consumer_is_bound(tmp_path: Path) -> None:
+    """Readiness is the promise that the service is taking its work: a router whose consumer
+    is not bound yet (created or found) is not ready, however well NATS answers."""
+    from shared.settings import RouterSettings
+
+    nats = NatsServer(tmp_path / "nats", sync_always=False)
+    nats.start()
+    settings = RouterSettings(nats_url=nats.url, http_port=0, _env_file=None)
+
+    async def handler(delivery: object) -> None:
+        pass
+
+    try:
+        async with Service(settings) as service:
+            async with httpx.AsyncClient(base_url=service.ops.url) as client:
+                before = await client.get("/readyz")
+                assert before.status_code == 503, before.text
+                checks = before.json()["checks"]
+                assert checks["consuming"] is False and checks["streams"] is True
+                await service.consume("router", handler)
+                after = await client.get("/readyz")
+                assert after.status_code == 200, after.text
+            service.request_stop()
+    finally:
+        nats.kill()
+
+
 async def test_the_public_server_carries_only_the_services_routes(tmp_path: Path) -> None:
     """Health and metrics on the public port would hand them to whoever reaches the service
     (the internet, for ingress): there they are 404, and the routes are not on the ops port."""

@@ -8,7 +8,8 @@ import logging
 import pytest
 
 from services.ingress import nats_headers
-from shared import trace
+from shared import subjects, trace
+from shared.bus import Bus
 from shared.logging import JsonFormatter
 from shared.trace import Trace
 
@@ -38,13 +39,22 @@ def test_a_hop_keeps_the_trace_and_gets_a_span_of_its_own() -> None:
     assert child.trace_id == parent.trace_id and child.span_id != parent.span_id
 
 
-def test_messages_published_while_a_trace_is_current_continue_it() -> None:
-    assert trace.outgoing({"a": "b"}) == {"a": "b"}, "no trace current: nothing added"
+async def test_messages_published_while_a_trace_is_current_continue_it(bus: Bus) -> None:
+    """Each publish is a span of the current trace (its id the message's parent span); a
+    message that names its trace already (an event, a dead letter) keeps it."""
+
+    async def published(subject: str, headers: dict[str, str] | None = None) -> Trace | None:
+        sent = await bus.publish(subject, b"{}", msg_id=subject, headers=headers)
+        stored = await bus.js.get_msg(subjects.WORK, sent.seq)
+        return trace.of(stored.headers)
+
+    assert await published("work.drafter.none") is None, "no trace current: nothing added"
     with trace.continued(Trace.parse(VALID)):
-        added = Trace.parse(trace.outgoing({})[trace.HEADER])
+        added = await published("work.drafter.one")
         assert added is not None and added.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
-        kept = trace.outgoing({"TraceParent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"})
-        assert trace.HEADER not in kept, "a message that names its trace keeps it"
+        assert added.span_id != "00f067aa0ba902b7"
+        named = "00-" + "1" * 32 + "-" + "2" * 16 + "-01"
+        assert await published("work.drafter.two", {"TraceParent": named}) == Trace.parse(named)
     assert trace.current.get() is None
 
 

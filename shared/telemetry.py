@@ -1,0 +1,177 @@
+"""Spans, and their optional export to an OpenTelemetry collector over OTLP/HTTP.
+
+The trace context (`shared.trace`) always flows from hop to hop, and every log line names it.
+Each piece of work a process does for a trace is a span of it: a webhook received (server), a
+delivery handled (consumer), a message published (producer), a backfilled event (producer). Its
+`Trace` is current while the work runs, so what it publishes names it as the parent.
+
+With `DESK_OTLP_ENDPOINT` set, each finished span is also exported there: batched, from a
+background thread, by the OpenTelemetry SDK's `BatchSpanProcessor` and OTLP/HTTP exporter. A
+collector that is slow or down costs the spans and a warning, never the work: the queue is
+bounded and nothing waits on it. Without the setting nothing is recorded, nothing is imported,
+and nothing changes. Spans the caller marked as not sampled (flags 00) are not exported.
+
+    with telemetry.span("process work.drafter.ticket.created", "consumer",
+                        parent=trace.of(headers), attributes={...}) as work:
+        ...                      # work.trace is current; work.fail("...") marks it an error
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import os
+import socket
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from . import trace
+from .trace import Trace
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["server", "consumer", "producer", "internal"]
+SCOPE = "ambient-desk"
+TRACES_PATH = "/v1/traces"
+
+
+@dataclass
+class Span:
+    name: str
+    kind: Kind
+    trace: Trace  # this span: its id is what the work it starts names as parent
+    parent: Trace | None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    start_ns: int = field(default_factory=time.time_ns)
+    error: str | None = None
+
+    def fail(self, message: str) -> None:
+        self.error = message
+
+
+class _Exporter:
+    """The SDK's batching processor and OTLP/HTTP exporter, for one process."""
+
+    def __init__(self, service: str, endpoint: str, headers: Mapping[str, str]) -> None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        self.resource = Resource.create(
+            {
+                "service.name": service,
+                "service.namespace": SCOPE,
+                "service.instance.id": f"{socket.gethostname()}-{os.getpid()}",
+            }
+        )
+        self.processor = BatchSpanProcessor(
+            OTLPSpanExporter(endpoint=traces_url(endpoint), headers=dict(headers), timeout=10)
+        )
+
+    def record(self, span: Span, end_ns: int) -> None:
+        from opentelemetry.sdk.trace import ReadableSpan
+        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+        from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+        def context(of: Trace, remote: bool) -> SpanContext:
+            return SpanContext(
+                int(of.trace_id, 16),
+                int(of.span_id, 16),
+                is_remote=remote,
+                trace_flags=TraceFlags(int(of.flags, 16)),
+            )
+
+        status = Status(StatusCode.ERROR, span.error) if span.error else Status(StatusCode.UNSET)
+        self.processor.on_end(
+            ReadableSpan(
+                name=span.name,
+                context=context(span.trace, False),
+                parent=context(span.parent, True) if span.parent else None,
+                resource=self.resource,
+                attributes=span.attributes,
+                kind=SpanKind[span.kind.upper()],
+                status=status,
+                start_time=span.start_ns,
+                end_time=end_ns,
+                instrumentation_scope=InstrumentationScope(SCOPE),
+            )
+        )
+
+    def shutdown(self, timeout: float) -> None:
+        self.processor.force_flush(int(timeout * 1000))
+        self.processor.shutdown()
+
+
+_exporter: _Exporter | None = None
+_current: contextvars.ContextVar[Span | None] = contextvars.ContextVar("span", default=None)
+
+
+def traces_url(endpoint: str) -> str:
+    """A collector's base URL (http://collector:4318), or its full traces URL, as the URL the
+    exporter posts to."""
+    base = endpoint.rstrip("/")
+    return base if base.endswith(TRACES_PATH) else base + TRACES_PATH
+
+
+def configure(service: str, endpoint: str | None, headers: Mapping[str, str] | None = None) -> None:
+    """Export this process's spans to `endpoint` (None: record nothing)."""
+    global _exporter
+    shutdown()
+    if endpoint:
+        _exporter = _Exporter(service, endpoint, headers or {})
+        # the URL only: headers may carry the collector's credentials
+        log.info("exporting spans to %s", traces_url(endpoint))
+
+
+def enabled() -> bool:
+    return _exporter is not None
+
+
+def shutdown(timeout: float = 5.0) -> None:
+    """Send what is queued (for up to `timeout`), then stop exporting. Blocking."""
+    global _exporter
+    exporter, _exporter = _exporter, None
+    if exporter is not None:
+        exporter.shutdown(timeout)
+
+
+def record(span: Span) -> None:
+    """Export a finished span, if exporting and the trace is sampled."""
+    exporter = _exporter
+    if exporter is not None and int(span.trace.flags, 16) & 1:
+        exporter.record(span, time.time_ns())
+
+
+@contextmanager
+def span(
+    name: str,
+    kind: Kind,
+    *,
+    parent: Trace | None,
+    attributes: Mapping[str, Any] | None = None,
+    this: Trace | None = None,
+) -> Iterator[Span]:
+    """A span of `parent`'s trace (of a new trace when there is none), current inside the
+    block, recorded when it ends. `this` names the span's own context when it is already
+    decided (ingress writes it into the event's headers before the span ends)."""
+    own = this or (parent.child() if parent else Trace.new())
+    found = Span(name, kind, own, parent, dict(attributes or {}))
+    token = _current.set(found)
+    with trace.continued(own):
+        try:
+            yield found
+        except BaseException as exc:
+            if found.error is None:
+                found.fail(exc.__class__.__name__)
+            raise
+        finally:
+            _current.reset(token)
+            record(found)
+
+
+def current() -> Span | None:
+    """The span the running work belongs to, if any."""
+    return _current.get()
