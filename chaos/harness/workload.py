@@ -23,7 +23,7 @@ def workload(run: Run, ops: list[Op], rng: random.Random, steps: dict[int, str])
     chaos/conversations.py just before its first event goes out."""
     sent: dict[int, dict[str, Any]] = {}  # id(op) -> the event it sent
     tickets: dict[int, Any] = {}  # slot -> Ticket
-    pace = max(0.0, 20.0 / max(len(ops), 1))  # spread a small run over ~20 s of faults
+    pace = max(0.0, 12.0 / max(len(ops), 1))  # spread a small run over ~12 s of faults
     with httpx.Client(timeout=10) as client:
         for i, op in enumerate(ops):
             if run.stop.is_set():

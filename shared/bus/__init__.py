@@ -228,8 +228,10 @@ class Bus:
             refused = nc.refused if isinstance(nc, TlsOnlyClient) else None
             # nats-py leaves a refused attempt's socket open: a service retrying for as long
             # as the broker refuses it would run out of file descriptors
+            # (bounded: after a refused TLS handshake, nats-py's close never returns from
+            # waiting for the socket it has just closed)
             with contextlib.suppress(Exception):
-                await nc.close()
+                await asyncio.wait_for(nc.close(), 0.5)
             raise TransientError(
                 f"cannot connect to NATS: {refused or exc.__class__.__name__}"
             ) from exc

@@ -46,6 +46,8 @@ from shared.inbox import CATEGORIES, DECISION_TYPES, ESCALATION
 from tests.inbox_items import draft_item
 from tests.services_running import ROOT, ServiceProcess
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 MONITORING = ROOT / "deploy" / "k8s" / "monitoring"
 SERVICES = ("ingress", "router", "drafter", "inbox_api", "sender", "reconciler")
 REVIEWER = "reviewer-token-for-monitoring"

@@ -48,6 +48,8 @@ from tests.deploy.test_monitoring import (
     running_stack,
 )
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 SCRAPE_SECONDS = 1
 # Grafana's variables, as Grafana would fill them for a recent time range.
 VARIABLES = {"$__rate_interval": "1m", "$__interval": "15s", "$__range": "1h"}

@@ -37,6 +37,8 @@ from tests.helpers import eventually, messages
 from tests.inbox_items import publish_item
 from tests.services_running import ServiceProcess
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 REVIEWER, VIEWER = "r-token", "v-token"
 DRAFT_ID, NOTIFY_ID = item_id("T1012", 1), item_id("T1013", 1)
 REPLY = "Hello Ada,\nyour refund of 42 EUR was issued today."

@@ -3,7 +3,11 @@ node that leads the events stream: every invariant line, and every stream back a
 
 from __future__ import annotations
 
+import pytest
+
 from .test_chaos import run_small
+
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
 
 def test_chaos_small_run_on_a_cluster_keeps_every_invariant() -> None:

@@ -10,6 +10,8 @@ from chaos import postgres
 
 from .test_chaos import run_small
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 
 def test_chaos_small_run_on_postgresql_keeps_every_invariant() -> None:
     why = postgres.answers()

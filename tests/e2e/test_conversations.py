@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from shared import subjects
 from shared.bus import Bus
@@ -17,6 +18,8 @@ from shared.envelope import Envelope
 from tests.helpers import eventually, messages
 
 from .test_stack import Stack, all_healthy, desk, stack
+
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
 __all__ = ["stack"]
 

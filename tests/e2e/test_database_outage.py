@@ -25,6 +25,8 @@ from tests.inbox_items import draft_item, publish_decision, publish_item
 from tests.services.drafter.conftest import send_event
 from tests.services_running import ServiceProcess
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 TOKEN = "reviewer-token-for-tests"
 
 

@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.services_running import ROOT
+
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
 
 def test_the_demo_scenario(tmp_path: Path) -> None:

@@ -22,6 +22,8 @@ from shared.envelope import Envelope
 from shared.inbox import InboxItem
 from tests.helpers import eventually, messages
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 SERVICES = {"ingress", "router", "drafter", "inbox_api", "sender", "reconciler"}
 
 

@@ -9,11 +9,15 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from standins.collector import Collector, Span
 from standins.llm import FakeLLM
 from tests.helpers import eventually
 
 from .test_stack import Stack, all_healthy, desk, stack
+
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
 __all__ = ["stack"]
 

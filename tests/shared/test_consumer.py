@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 from prometheus_client import REGISTRY
 from pydantic import BaseModel
 
@@ -18,6 +19,8 @@ from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError, Unavailable
 from shared.retry import RetryPolicy
 from tests.helpers import eventually, messages
+
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
 SUBJECT = subjects.work("test", "ticket.created")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from services.drafter.handlers import COMMAND_WRITES
@@ -19,6 +20,8 @@ from standins.llm import FakeLLM
 from tests.helpers import eventually, messages
 
 from .conftest import Harness, decide, items, send_event, settled
+
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
 
 def helpdesk(harness: Harness) -> SqlSource:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from desk.natsserver import NatsServer
 from shared import subjects
 from shared.bus import Bus
@@ -12,6 +14,8 @@ from standins.llm import FakeLLM
 from tests.helpers import eventually, messages
 
 from .conftest import Harness, decide, items, send_event, settled
+
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
 
 async def test_a_ticket_becomes_an_inbox_item_in_the_human_interrupt_shape(

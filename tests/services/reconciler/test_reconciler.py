@@ -30,6 +30,8 @@ from tests.helpdesk_server import TOKEN, helpdesk_app
 from tests.helpers import eventually, messages
 from tests.services_running import ROOT, ServiceProcess
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 
 class Helpdesk:
     """Ten new tickets in a helpdesk the test owns, reachable as `sql` or as `http`."""

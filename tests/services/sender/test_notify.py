@@ -27,6 +27,8 @@ from tests.helpers import eventually
 
 from .conftest import Senders, data, results
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 T1008_TEXT = (
     'Urgent ticket T1008 — "Locked out after changing phone (2FA)" from Mateus Oliveira. '
     "Review it in the inbox."

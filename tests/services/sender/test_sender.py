@@ -20,6 +20,8 @@ from tests.postgres import fresh_schema, url_in
 
 from .conftest import SECRET, Senders, data, results
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 
 async def test_one_decision_delivered_three_times_is_one_row_and_one_reply_sent(
     bus: Bus, senders: Senders
