@@ -51,12 +51,14 @@ run: $(VENV)/.installed
 
 # Test files run in parallel on PYTEST_WORKERS processes (each file on one worker, so its
 # module-scoped servers are shared); PYTEST_WORKERS=0 runs them in this process. Most tests
-# wait on servers, not on the CPU, so there are more workers than cores. The slowest tests are
-# printed after every run: the suite's budget (5 minutes here) stays visible.
+# wait on servers, not on the CPU, so there are more workers than cores. Files go out in the
+# order tests/conftest.py sorts them (long ones first), not by their number of tests. The
+# slowest tests are printed after every run: the suite's budget (5 minutes here) stays visible.
 PYTEST_WORKERS ?= 3
 
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+	  --durations=15 $(PYTEST_ARGS)
 
 check: $(VENV)/.installed-test
 	$(BIN)/ruff format --check .
