@@ -124,7 +124,7 @@ class Broker:
                     file=sys.stderr,
                 )
                 try:
-                    await asyncio.to_thread(node.start, 30.0)
+                    await asyncio.to_thread(node.restart, 30.0)
                 except RuntimeError as exc:
                     print(f"nats-server restart failed: {exc}", file=sys.stderr)
                 restarted()

@@ -23,7 +23,14 @@ from .process import die_with_parent, free_port, terminate
 
 
 class NatsServerError(RuntimeError):
-    pass
+    def __init__(self, message: str, *, port_taken: bool = False) -> None:
+        super().__init__(message)
+        self.port_taken = port_taken  # another process bound a port between choosing and use
+
+
+# A port chosen free can be taken by another process before nats-server binds it: the first
+# start then picks other ports, this many times in all.
+PORT_ATTEMPTS = 3
 
 
 # What a route user or password may hold: it goes unescaped into a URL's userinfo and into a
@@ -93,6 +100,7 @@ class NatsServer:
         self.name = name
         self.cluster = cluster  # a nats-server cluster block, or none
         self.host = host
+        self.fixed_port = bool(port)
         self.port = port or free_port(host)
         self.monitor_port = free_port(host)
         self.sync_always = sync_always
@@ -123,13 +131,27 @@ class NatsServer:
         )
 
     def start(self, timeout: float = 15.0) -> None:
-        self.launch()
-        self._wait_ready(timeout)
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            self.launch()
+            try:
+                self._wait_ready(timeout)
+                return
+            except NatsServerError as exc:
+                if not exc.port_taken or attempt == PORT_ATTEMPTS:
+                    raise
+            self.repick_ports()
+
+    def repick_ports(self) -> None:
+        """Other free ports (the client port only if the caller did not name it)."""
+        if not self.fixed_port:
+            self.port = free_port(self.host)
+        self.monitor_port = free_port(self.host)
 
     def launch(self) -> None:
         """Start the process without waiting for it to be ready."""
         self.store_dir.mkdir(parents=True, exist_ok=True)
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        self._log_from = self.log_file.stat().st_size if self.log_file.exists() else 0
         conf = self.store_dir.parent / f"nats-server-{self.port}.conf"
         # It holds passwords: 0600 before the first byte is written, also over an older file.
         fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -146,23 +168,37 @@ class NatsServer:
             )
 
     def _wait_ready(self, timeout: float, probe: str = "/healthz?js-enabled-only=true") -> None:
-        assert self.proc is not None
         deadline = time.monotonic() + timeout
-        probe = f"{self.monitor_url}{probe}"
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
+        while not self._ready(probe):
+            if time.monotonic() > deadline:
+                self.stop()
                 raise NatsServerError(
-                    f"nats-server exited with {self.proc.returncode}; see {self.log_file}"
+                    f"nats-server not ready after {timeout:.0f}s; see {self.log_file}"
                 )
-            try:
-                with urllib.request.urlopen(probe, timeout=1) as answer:
-                    if answer.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
             time.sleep(0.05)
-        self.stop()
-        raise NatsServerError(f"nats-server not ready after {timeout:.0f}s; see {self.log_file}")
+
+    def _ready(self, probe: str) -> bool:
+        """Whether the monitoring `probe` answers 200; raises if the process has exited."""
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise NatsServerError(
+                f"nats-server exited with {self.proc.returncode}; see {self.log_file}",
+                port_taken=self._port_taken(),
+            )
+        try:
+            with urllib.request.urlopen(f"{self.monitor_url}{probe}", timeout=1) as answer:
+                return bool(answer.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def _port_taken(self) -> bool:
+        """Whether this launch's log says a port was in use."""
+        try:
+            with open(self.log_file, "rb") as log:
+                log.seek(self._log_from)
+                return b"address already in use" in log.read()
+        except OSError:
+            return False
 
     @property
     def running(self) -> bool:
@@ -182,10 +218,11 @@ class NatsServer:
                 self.proc.wait(5)
         self.proc = None
 
-    def restart(self) -> None:
+    def restart(self, timeout: float = 15.0) -> None:
         """Stop and start again on the same port and store (what a crash-restart does)."""
         self.stop()
-        self.start()
+        self.launch()  # never other ports: its clients and peers know these
+        self._wait_ready(timeout)
 
 
 class NatsCluster:
@@ -214,18 +251,30 @@ class NatsCluster:
         if nodes < 2:
             raise NatsServerError("a cluster needs at least two nodes")
         self.store_dir = Path(store_dir).resolve()
-        log_dir = Path(log_dir) if log_dir else self.store_dir.parent
+        self.log_dir = Path(log_dir) if log_dir else self.store_dir.parent
         self.route_auth = route_auth or RouteAuth.generate()
+        self.host, self.sync_always, self.authorization, self.name = (
+            host,
+            sync_always,
+            authorization,
+            name,
+        )
+        self.route_ports: list[int] = []
+        self.nodes: list[NatsServer] = []
+        self._plan(nodes)
+
+    def _plan(self, nodes: int) -> None:
+        """Free ports for every node's clients, monitoring and routes, and each node's config."""
+        host, name, auth = self.host, self.name, self.route_auth
         self.route_ports = [free_port(host) for _ in range(nodes)]
-        auth = self.route_auth
         routes = ", ".join(auth.url(host, p) for p in self.route_ports)
         self.nodes = [
             NatsServer(
                 self.store_dir / f"n{i + 1}",
                 host=host,
-                sync_always=sync_always,
-                log_file=log_dir / f"nats-server-n{i + 1}.log",
-                authorization=authorization,
+                sync_always=self.sync_always,
+                log_file=self.log_dir / f"nats-server-n{i + 1}.log",
+                authorization=self.authorization,
                 name=f"{name}-n{i + 1}",
                 cluster=(
                     f"cluster {{\n"
@@ -249,14 +298,31 @@ class NatsCluster:
 
     def start(self, timeout: float = 30.0) -> None:
         """Start every node, then wait until each has JetStream current with a meta leader."""
-        for node in self.nodes:
-            node.launch()
-        try:
+        for attempt in range(1, PORT_ATTEMPTS + 1):
             for node in self.nodes:
-                node._wait_ready(timeout, probe="/healthz")
-        except NatsServerError:
-            self.stop()
-            raise
+                node.launch()
+            try:
+                self._wait_ready(timeout)
+                return
+            except NatsServerError as exc:
+                self.stop()
+                if not exc.port_taken or attempt == PORT_ATTEMPTS:
+                    raise
+            self._plan(len(self.nodes))  # every node's routes name the others' ports
+
+    def _wait_ready(self, timeout: float) -> None:
+        """Until every node is healthy; a node that exits meanwhile fails the start at once
+        (its peers would wait for it until the timeout)."""
+        deadline = time.monotonic() + timeout
+        waiting = list(self.nodes)
+        while waiting:
+            waiting = [node for node in waiting if not node._ready("/healthz")]
+            if waiting and time.monotonic() > deadline:
+                raise NatsServerError(
+                    f"nats cluster not ready after {timeout:.0f}s; see {waiting[0].log_file}"
+                )
+            if waiting:
+                time.sleep(0.05)
 
     def stop(self, timeout: float = 10.0) -> None:
         for node in self.nodes:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from desk.natsserver import NatsCluster
+from desk.natsserver import NatsCluster, NatsServer
 from shared import subjects
 from shared.bus import Bus
 from shared.errors import TransientError
@@ -95,3 +95,34 @@ def test_desk_up_refuses_more_replicas_than_broker_nodes(tmp_path: Path) -> None
     assert done.returncode == 1
     assert "DESK_STREAM_REPLICAS=3 needs at least that many broker nodes" in done.stderr
     assert "DESK_NATS_NODES=3" in done.stderr
+
+
+def test_a_port_taken_between_choosing_and_binding_is_chosen_again(tmp_path: Path) -> None:
+    """Another process (a parallel test, another stack) may bind a port chosen free before
+    nats-server does: the first start picks others, for one server and for a cluster alike."""
+    import socket
+
+    def occupy(port: int) -> socket.socket:
+        taken = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        return taken
+
+    server = NatsServer(tmp_path / "one", sync_always=False)
+    chosen = server.port
+    with occupy(chosen):
+        server.start()
+        try:
+            assert server.port != chosen and server.running
+        finally:
+            server.kill()
+
+    cluster = NatsCluster(tmp_path / "three", nodes=3, sync_always=False)
+    route = cluster.route_ports[1]
+    with occupy(route):
+        cluster.start()
+        try:
+            assert route not in cluster.route_ports
+            assert all(node.running for node in cluster.nodes)
+        finally:
+            cluster.stop()
