@@ -280,8 +280,8 @@ class ConsumerRuntime:
         headers = dict(msg.headers or {})
         # A replayed dead letter keeps its original id, so dedup ids derived from it still match.
         msg_id = headers.get(h.ORIGINAL_MSG_ID) or headers.get(h.MSG_ID)
-        # the delivery's trace is current while it is handled: logs carry it, and every
-        # message published meanwhile continues it (shared.trace)
+        # each delivery is a span of the trace its message names (shared.telemetry), current
+        # while it is handled: logs carry it, and every message published meanwhile continues it
         parent = trace.of(headers)
         with (
             desk_logging.bound(msg_id, headers.get(h.CORRELATION_ID)),
