@@ -17,9 +17,14 @@ async def eventually(
     interval: float = 0.05,
     message: str = "condition",
 ) -> None:
-    """Wait until `check()` is true, failing with `message` after `timeout` seconds."""
+    """Wait until `check()` is true, failing with `message` after `timeout` seconds.
+
+    Between two checks it waits `interval`, or as long as the check itself took if that is
+    longer: a check that runs a CLI command (most of a second of CPU) is not repeated back to
+    back, which on a machine running the suite in parallel starves the servers under test."""
     deadline = time.monotonic() + timeout
     while True:
+        started = time.monotonic()
         result = check()
         if asyncio.iscoroutine(result):
             result = await result
@@ -27,7 +32,7 @@ async def eventually(
             return
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        await asyncio.sleep(interval)
+        await asyncio.sleep(max(interval, time.monotonic() - started))
 
 
 async def messages(js: JetStreamContext, stream: str) -> list[RawStreamMsg]:

@@ -139,12 +139,13 @@ def all_healthy(stack: Stack) -> bool:
     services = stack.state().get("services", {})
     if set(services) != SERVICES:
         return False
-    for s in services.values():
-        try:
-            if httpx.get(f"{s['ops_url']}/healthz", timeout=1).status_code != 200:
+    with httpx.Client(timeout=1) as client:  # one client: each new one costs ~20 ms of CPU
+        for s in services.values():
+            try:
+                if client.get(f"{s['ops_url']}/healthz").status_code != 200:
+                    return False
+            except httpx.HTTPError:
                 return False
-        except httpx.HTTPError:
-            return False
     return True
 
 
