@@ -20,21 +20,21 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import os
-import socket
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import trace
 from .trace import Trace
 
+if TYPE_CHECKING:
+    from .otlp import Exporter
+
 log = logging.getLogger(__name__)
 
 Kind = Literal["server", "consumer", "producer", "internal"]
-SCOPE = "ambient-desk"
 TRACES_PATH = "/v1/traces"
 
 
@@ -52,60 +52,7 @@ class Span:
         self.error = message
 
 
-class _Exporter:
-    """The SDK's batching processor and OTLP/HTTP exporter, for one process."""
-
-    def __init__(self, service: str, endpoint: str, headers: Mapping[str, str]) -> None:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-        self.resource = Resource.create(
-            {
-                "service.name": service,
-                "service.namespace": SCOPE,
-                "service.instance.id": f"{socket.gethostname()}-{os.getpid()}",
-            }
-        )
-        self.processor = BatchSpanProcessor(
-            OTLPSpanExporter(endpoint=traces_url(endpoint), headers=dict(headers), timeout=10)
-        )
-
-    def record(self, span: Span, end_ns: int) -> None:
-        from opentelemetry.sdk.trace import ReadableSpan
-        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-        from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
-
-        def context(of: Trace, remote: bool) -> SpanContext:
-            return SpanContext(
-                int(of.trace_id, 16),
-                int(of.span_id, 16),
-                is_remote=remote,
-                trace_flags=TraceFlags(int(of.flags, 16)),
-            )
-
-        status = Status(StatusCode.ERROR, span.error) if span.error else Status(StatusCode.UNSET)
-        self.processor.on_end(
-            ReadableSpan(
-                name=span.name,
-                context=context(span.trace, False),
-                parent=context(span.parent, True) if span.parent else None,
-                resource=self.resource,
-                attributes=span.attributes,
-                kind=SpanKind[span.kind.upper()],
-                status=status,
-                start_time=span.start_ns,
-                end_time=end_ns,
-                instrumentation_scope=InstrumentationScope(SCOPE),
-            )
-        )
-
-    def shutdown(self, timeout: float) -> None:
-        self.processor.force_flush(int(timeout * 1000))
-        self.processor.shutdown()
-
-
-_exporter: _Exporter | None = None
+_exporter: Exporter | None = None
 _current: contextvars.ContextVar[Span | None] = contextvars.ContextVar("span", default=None)
 
 
@@ -121,7 +68,9 @@ def configure(service: str, endpoint: str | None, headers: Mapping[str, str] | N
     global _exporter
     shutdown()
     if endpoint:
-        _exporter = _Exporter(service, endpoint, headers or {})
+        from .otlp import Exporter  # the SDK is imported only when spans are exported
+
+        _exporter = Exporter(service, traces_url(endpoint), headers or {})
         # the URL only: headers may carry the collector's credentials
         log.info("exporting spans to %s", traces_url(endpoint))
 

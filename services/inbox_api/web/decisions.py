@@ -42,12 +42,10 @@ def draft_of(item: dict[str, Any]) -> str:
 
 
 async def edit_preview(request: Request) -> Response:
-    form = await forms.read_form(request)
-    if isinstance(form, Response):
-        return form
-    who = await forms.guard(request, form, "reviewer")
-    if isinstance(who, Response):
-        return who
+    checked = await forms.reviewer_form(request)
+    if isinstance(checked, Response):
+        return checked
+    form, who = checked
     item_id = request.path_params["id"]
     back = item_url(item_id)
     version = forms.version(form)
@@ -80,12 +78,10 @@ async def edit_preview(request: Request) -> Response:
 
 
 async def decide(request: Request) -> Response:
-    form = await forms.read_form(request)
-    if isinstance(form, Response):
-        return form
-    who = await forms.guard(request, form, "reviewer")
-    if isinstance(who, Response):
-        return who
+    checked = await forms.reviewer_form(request)
+    if isinstance(checked, Response):
+        return checked
+    form, who = checked
     item_id = request.path_params["id"]
     back = item_url(item_id)
     kind = forms.text(form, "type")

@@ -93,3 +93,14 @@ async def guard(
     if role == "reviewer" and who.role != "reviewer":
         return error(request, 403, "Read only", "Your token may read the inbox but not decide.")
     return who
+
+
+async def reviewer_form(request: Request) -> tuple[FormData, store.Reviewer] | Response:
+    """A reviewer's form: read, from this session, by someone who may decide; or the refusal."""
+    form = await read_form(request)
+    if isinstance(form, Response):
+        return form
+    who = await guard(request, form, "reviewer")
+    if isinstance(who, Response):
+        return who
+    return form, who
