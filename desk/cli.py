@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib
 import json
 import sys
@@ -121,6 +122,7 @@ def _run_service(name: str, part: str | None = None) -> int:
     module = importlib.import_module(
         "services.ingress.imap" if part == "imap" else f"services.{name}.main"
     )
+    _loaded()
     try:
         asyncio.run(module.run(settings))
     except ConfigError as exc:
@@ -405,9 +407,18 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def _loaded() -> None:
+    """What is imported by now lives as long as the process: out of every later collection.
+    The collector goes back on (`python -m desk` starts with it off, see desk/__main__.py)."""
+    gc.freeze()
+    gc.enable()
+
+
 def _main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = ALIASES.get(args.command, args.command)
+    if command not in SERVICE_SETTINGS:
+        _loaded()  # a service loads its own modules first (_run_service)
     if command not in SERVICE_SETTINGS and command != "up":
         # one-shot commands: their own messages only, not the bus's reconnect chatter
         desk_logging.configure("desk", "ERROR", "text")

@@ -1,7 +1,7 @@
 """The fault suite at CI size: the real stack under kills, a broker restart, LLM and channel
 outages, with a seeded workload of conversations (second messages, answers in the helpdesk,
-closes, stale scans); every invariant line must say PASS. The cluster variant runs the broker as
-three nodes with R3 streams and kills the node leading the events stream."""
+closes, stale scans); every invariant line must say PASS. test_chaos_cluster.py runs the broker
+as three nodes and the state in PostgreSQL."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ INVARIANTS = (
 
 
 def run_small(variant: list[str]) -> None:
-    """One CI-size run; each variant has its own test file, so parallel workers split them."""
+    """One CI-size run; each run has its own test file, so parallel workers split them."""
     size = ["--events", "40", "--seed", "7", "--deadline", "240"]
     done = subprocess.run(
         [sys.executable, "-m", "chaos", *size, *variant],
