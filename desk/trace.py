@@ -6,7 +6,9 @@ Every message the system stores carries the trace its webhook started (`shared.t
 reads every stream, finds the traces the argument names (a webhook's event id or dedup id, an
 inbox item id, a ticket or thread, or a trace id itself), and prints each of their messages in
 the order they were stored: the stream and subject, the dedup id, and what each consumer of it
-has done with it (done, in flight, waiting); a dead letter with its reason and attempts.
+has done with it (done, in flight, waiting) with each attempt's end as the broker recorded it
+(`subjects.DELIVERIES`: ack, nak, term, or none: the delivery's ack wait ran out); a dead
+letter with its reason and attempts.
 
 Exit status: 0 found, 1 nothing carries that id, 2 no stack (or NATS unreachable).
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import json
 import sys
 from collections.abc import Iterable
@@ -29,9 +32,18 @@ from shared import catalog, subjects, trace
 from shared import headers as h
 from shared.bus import Bus, NatsAuth, without_credentials
 from shared.errors import TransientError
-from shared.history import stored
+from shared.history import stored, stored_since
 
 STREAMS = (subjects.EVENTS, subjects.WORK, subjects.INBOX, subjects.RESULTS, subjects.DLQ)
+
+# How the broker names a delivery's end in its records (subjects.DELIVERY_RECORDS).
+ENDS = {
+    "io.nats.jetstream.metric.v1.consumer_ack": "ack",
+    "io.nats.jetstream.advisory.v1.nak": "nak",
+    "io.nats.jetstream.advisory.v1.terminated": "term",
+}
+# (stream, consumer, stream sequence) -> {delivery number: how it ended}
+Attempts = dict[tuple[str, str, int], dict[int, str]]
 
 
 @dataclass
@@ -53,7 +65,7 @@ def add_arguments(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace, nats_url: str, auth: NatsAuth) -> int:
     try:
-        hops, consumed = asyncio.run(_read(nats_url, auth))
+        hops, consumed, attempts = asyncio.run(_read(nats_url, auth, args.id))
     except _Unreachable as exc:
         print(f"desk trace: {exc}", file=sys.stderr)
         return 2
@@ -61,7 +73,7 @@ def main(args: argparse.Namespace, nats_url: str, auth: NatsAuth) -> int:
     if not traces:
         print(f"desk trace: no stored message carries {args.id!r}", file=sys.stderr)
         return 1
-    print(render(traces, hops, consumed))
+    print(render(traces, hops, consumed, attempts))
     return 0
 
 
@@ -69,7 +81,9 @@ class _Unreachable(Exception):
     pass
 
 
-async def _read(nats_url: str, auth: NatsAuth) -> tuple[list[Hop], dict[str, Any]]:
+async def _read(
+    nats_url: str, auth: NatsAuth, wanted: str
+) -> tuple[list[Hop], dict[str, Any], Attempts]:
     try:
         bus = await Bus.connect(nats_url, service="trace", auth=auth, reconnect=False)
     except TransientError as exc:
@@ -84,11 +98,39 @@ async def _read(nats_url: str, auth: NatsAuth) -> tuple[list[Hop], dict[str, Any
         consumed = {}
         for stream, durable in catalog.DURABLES:
             consumed[durable] = (stream, await bus.js.consumer_info(stream, durable))
-        return hops, consumed
+        mine = set(named_by(wanted, hops))
+        times = [hop.msg.time for hop in hops if hop.trace_id in mine and hop.msg.time]
+        return hops, consumed, (await _attempts(bus, min(times)) if times else {})
     except (js_errors.APIError, nats_errors.Error, TimeoutError) as exc:
         raise _Unreachable(f"NATS refused: {exc.__class__.__name__}: {exc}") from exc
     finally:
         await bus.close()
+
+
+async def _attempts(bus: Bus, since: dt.datetime) -> Attempts:
+    """How each delivery since `since` ended, from the broker's records (none if it keeps
+    none: a broker provisioned before they were, or restarted since)."""
+    try:
+        records = await stored_since(bus, subjects.DELIVERIES, since)
+    except js_errors.NotFoundError:
+        return {}
+    attempts: Attempts = {}
+    for record in records:
+        body = _body(record.data)
+        end = ENDS.get(str(body.get("type")))
+        stream, consumer = body.get("stream"), body.get("consumer")
+        seq, delivery = body.get("stream_seq"), body.get("deliveries")
+        if end and isinstance(stream, str) and isinstance(consumer, str):
+            if isinstance(seq, int) and isinstance(delivery, int) and delivery > 0:
+                attempts.setdefault((stream, consumer, seq), {})[delivery] = end
+    return attempts
+
+
+def attempts_of(ends: dict[int, str]) -> str:
+    """`attempt 1 nak, attempt 2 ack`: each delivery up to the last recorded one; a delivery
+    with no record ended without an answer (its ack wait ran out: the process died, or hung)."""
+    last = max(ends)
+    return ", ".join(f"attempt {n} {ends.get(n, 'no answer')}" for n in range(1, last + 1))
 
 
 def _body(data: bytes | None) -> dict[str, Any]:
@@ -123,7 +165,7 @@ def named_by(wanted: str, hops: Iterable[Hop]) -> list[str]:
     return list(found)
 
 
-def _consumption(hop: Hop, consumed: dict[str, Any]) -> str:
+def _consumption(hop: Hop, consumed: dict[str, Any], attempts: Attempts) -> str:
     seq = hop.msg.seq or 0
     said = []
     for durable, (stream, info) in consumed.items():
@@ -139,11 +181,12 @@ def _consumption(hop: Hop, consumed: dict[str, Any]) -> str:
             state = "in flight"
         else:
             state = "waiting"
-        said.append(f"{durable}: {state}")
+        ends = attempts.get((stream, durable, seq))
+        said.append(f"{durable}: {state}" + (f" ({attempts_of(ends)})" if ends else ""))
     return ", ".join(said)
 
 
-def render(traces: list[str], hops: list[Hop], consumed: dict[str, Any]) -> str:
+def render(traces: list[str], hops: list[Hop], consumed: dict[str, Any], attempts: Attempts) -> str:
     lines: list[str] = []
     for trace_id in traces:
         mine = sorted(
@@ -162,6 +205,6 @@ def render(traces: list[str], hops: list[Hop], consumed: dict[str, Any]) -> str:
                     f"{hdrs.get(h.DLQ_ERROR, '')[:160]}"
                 )
                 continue
-            taken = _consumption(hop, consumed)
+            taken = _consumption(hop, consumed, attempts)
             lines.append(f"{head}\n      {taken or 'no consumer of ours'}")
     return "\n".join(lines)

@@ -137,6 +137,7 @@ class Consumer:
             ack_wait=self.ack_wait,
             max_deliver=self.max_deliver + 1,  # one grace delivery, see the module docstring
             max_ack_pending=self.max_ack_pending,
+            sample_freq="100%",  # every ack recorded by the broker (subjects.DELIVERIES)
             **filters,
         )
 

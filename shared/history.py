@@ -12,7 +12,6 @@ import datetime as dt
 import nats.js.errors as js_errors
 from nats.js.api import RawStreamMsg
 
-from . import subjects
 from .bus import Bus
 
 
@@ -60,8 +59,6 @@ async def _from(bus: Bus, stream: str, seq: int, last: int) -> list[RawStreamMsg
 async def _next_msg(bus: Bus, stream: str, seq: int) -> RawStreamMsg | None:
     """The first message stored at or after `seq`."""
     try:
-        return await bus.js.get_msg(
-            stream, seq=seq, subject=subjects.STREAM_SUBJECTS[stream][0], next=True
-        )
+        return await bus.js.get_msg(stream, seq=seq, subject=">", next=True)
     except js_errors.NotFoundError:
         return None

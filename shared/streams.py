@@ -38,7 +38,12 @@ RETENTION: dict[str, float] = {
     subjects.INBOX: 90 * DAY,
     subjects.RESULTS: 30 * DAY,
     subjects.DLQ: 90 * DAY,
+    subjects.DELIVERIES: 7 * DAY,
 }
+# The delivery records live in memory (nothing is written to disk for them, and a broker's
+# restart forgets them), within this many bytes: about 3 KB per event, so the last ~10,000.
+# JetStream reserves it on each replica: the broker's max_memory_store must leave room for it.
+DELIVERIES_BYTES = 32 * 1024 * 1024
 
 # One processed-ledger bucket per writer, and the reconciler's state (see `shared.catalog`).
 BUCKETS = catalog.BUCKETS
@@ -64,6 +69,17 @@ class Topology:
                 max_age=RETENTION[name],
             )
             for name, subject_filters in subjects.STREAM_SUBJECTS.items()
+        ] + [
+            StreamConfig(
+                name=subjects.DELIVERIES,
+                subjects=list(subjects.DELIVERY_RECORDS),
+                retention=RetentionPolicy.LIMITS,
+                storage=StorageType.MEMORY,
+                discard=DiscardPolicy.OLD,
+                num_replicas=self.replicas,
+                max_age=RETENTION[subjects.DELIVERIES],
+                max_bytes=DELIVERIES_BYTES,
+            )
         ]
 
     def buckets(self) -> list[KeyValueConfig]:

@@ -22,6 +22,16 @@ STREAM_SUBJECTS: dict[str, list[str]] = {
     DLQ: ["dlq.>"],
 }
 
+# The broker's own record of each delivery's end: an ack (sampled on every consumer, see
+# `shared.consumer`), a nak, a term. `desk trace` reads them to show each hop's attempts; no
+# service reads or depends on them, so the stream is not among the ones readiness checks.
+DELIVERIES = "DELIVERIES"
+DELIVERY_RECORDS = [
+    "$JS.EVENT.METRIC.CONSUMER.ACK.>",
+    "$JS.EVENT.ADVISORY.CONSUMER.MSG_NAKED.>",
+    "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>",
+]
+
 INBOX_ITEM = "inbox.item"
 INBOX_DECISION = "inbox.decision"
 INBOX_WITHDRAWN = "inbox.withdrawn"  # the drafter takes a waiting draft back

@@ -88,6 +88,11 @@ async def follow_one_webhook(stack: Stack, fake_llm: FakeLLM, collector: Collect
         "results.reply.sent",
     ], out
     assert subjects[2][1].startswith("replay:"), out
+    # each hop's attempts, as the broker recorded how each delivery ended
+    consumers = re.findall(r"^      (.+)$", out, re.M)
+    assert consumers[0] == "router: done (attempt 1 ack)", out
+    assert consumers[1] == "drafter: done (attempt 1 nak, attempt 2 term)", out  # the dead letter
+    assert consumers[2] == "drafter: done (attempt 1 ack)", out  # the replay
     assert int(count) == len(subjects)
     for other in ("T1012~v1", trace_id):  # found by the item id and by the trace id too
         assert TRACE_LINE.findall(desk(stack, "trace", other).stdout) == [(trace_id, count)]
