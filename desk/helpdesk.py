@@ -6,11 +6,17 @@ Synchronous, so they work from the CLI and (briefly blocking) from inside an eve
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import cast
 
 from shared.source import Message, Ticket
 from shared.source.base import AuthorKind, Priority
 from shared.source.sql import SqlSource
+
+# The demo helpdesk's knowledge base: its team's help articles (refunds, duplicate charges,
+# invoices, 2FA and lockouts, exports, shipping, cancellations), which `desk up` grounds the
+# demo's drafts in (`DESK_KNOWLEDGE_DIR`) while the helpdesk is the demo one.
+DEMO_KNOWLEDGE = Path(__file__).resolve().parent / "knowledge"
 
 
 def create(url: str, customer: str, subject: str, body: str, priority: str = "normal") -> Ticket:

@@ -410,6 +410,14 @@ def render_item(item: dict[str, Any], now: dt.datetime | None = None) -> str:
     if reply is not None:
         lines.append("draft reply:")
         lines.append(_indented(str(reply)) if str(reply).strip() else "  (empty)")
+    citations = [c for c in item.get("citations") or [] if isinstance(c, dict)]
+    if citations:
+        lines.append("knowledge this draft relies on:")
+        for c in citations:
+            where = " · ".join(_one_line(c.get(k)) for k in ("title", "section") if c.get(k))
+            link = f"  {_one_line(c['url'])}" if c.get("url") else ""
+            lines.append(f"  {_one_line(c.get('article'))}: {where}{link}")
+            lines.append(_indented(str(c.get("passage") or ""), "    "))
     decisions: list[dict[str, Any]] = item.get("decisions") or []
     earlier = [v for v in item.get("versions") or [] if v.get("version") != item.get("version")]
     if earlier:

@@ -22,6 +22,7 @@ from shared.settings import StackSettings
 
 from .broker import Broker
 from .errors import StackError
+from .helpdesk import DEMO_KNOWLEDGE
 from .process import die_with_parent, free_port, port_free
 
 SERVICES = tuple(s.name for s in catalog.SERVICES if s.supervised)
@@ -122,6 +123,12 @@ class Supervisor:
                 "PYTHONUNBUFFERED": "1",
             }
         )
+        if child.name == "drafter" and not {
+            "DESK_KNOWLEDGE_DIR",
+            "DESK_HELPDESK_URL",
+            "DESK_HELPDESK_KIND",
+        } & set(env):  # the demo helpdesk: its team's articles (another's are not the demo's)
+            env["DESK_KNOWLEDGE_DIR"] = str(DEMO_KNOWLEDGE)
         if (
             child.name == "reconciler"
             and self.viewer_token

@@ -74,6 +74,18 @@ class Cost(BaseModel):
     usd: float = 0.0
 
 
+class Citation(BaseModel):
+    """A knowledge-base passage the draft relies on, shown to the reviewer beside it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    article: str  # the article's id (its file name without .md)
+    title: str
+    section: str = ""
+    passage: str
+    url: str | None = None
+
+
 class InboxItem(BaseModel):
     """What a reviewer sees; one per thread version."""
 
@@ -95,6 +107,7 @@ class InboxItem(BaseModel):
     cost: Cost = Field(default_factory=Cost)
     warnings: list[str] = Field(default_factory=list)
     feedback: list[str] = Field(default_factory=list)
+    citations: list[Citation] = Field(default_factory=list)  # the knowledge it relied on
     # the conversation this draft answers
     round: str = "r1"  # the round id: the newest customer message answered, or followup-<date>
     round_kind: Literal["answer", "followup"] = "answer"

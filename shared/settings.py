@@ -242,6 +242,14 @@ class DrafterSettings(HelpdeskSettings):
     )
     allow_links: bool = False
     max_reply_chars: int = Field(default=3000, ge=200)
+    knowledge_dir: Path | None = Field(
+        default=None,
+        description="Markdown articles the drafts are grounded in (front matter: title, "
+        "category, tags, url); picked up as they change, no restart",
+    )
+    knowledge_passages: int = Field(
+        default=3, ge=1, le=20, description="passages retrieved for each draft"
+    )
 
 
 class ReviewerConfig(BaseModel):

@@ -13,6 +13,7 @@ from shared.inbox import (
     NOTIFY_SUPERVISOR,
     SEND_REPLY,
     ActionRequest,
+    Citation,
     Cost,
     InboxItem,
     Trigger,
@@ -21,6 +22,15 @@ from shared.inbox import (
 )
 from shared.source.base import Customer, Message
 from tests.helpers import messages
+
+# A knowledge-base passage as the drafter cites it (services/drafter/knowledge.py)
+REFUND_CITATION = Citation(
+    article="refunds",
+    title="Refunds and how long they take",
+    section="How long a refund takes",
+    passage="Once we confirm a refund it is processed within 5 business days.",
+    url="https://help.example.com/refunds",
+)
 
 
 def draft_item(
@@ -36,6 +46,7 @@ def draft_item(
     conversation: list[Message] | None = None,
     priority: str | None = None,
     cause: str | None = None,
+    citations: list[Citation] | None = None,
 ) -> InboxItem:
     return InboxItem(
         action_request=ActionRequest(
@@ -61,6 +72,7 @@ def draft_item(
         ticket_status="open",
         priority=priority,
         cause=cause,
+        citations=citations or [],
     )
 
 

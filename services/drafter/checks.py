@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Sequence
 
 # Words that mean a supervisor must see the ticket before anyone replies. English is matched on
 # word boundaries; Chinese as substrings (no spaces between words).
@@ -30,10 +31,24 @@ def escalation_terms(text: str) -> list[str]:
 
 
 def draft_problems(
-    summary: str, reply: str, *, max_reply_chars: int, allow_links: bool
+    summary: str,
+    reply: str,
+    *,
+    max_reply_chars: int,
+    allow_links: bool,
+    sources: Sequence[str] = (),
+    given: Collection[str] = (),
 ) -> list[str]:
-    """What is wrong with a draft; empty when it may go to review as it is."""
+    """What is wrong with a draft; empty when it may go to review as it is. `sources` are the
+    articles the draft says it relied on, `given` those it was shown."""
     problems = []
+    invented = [s for s in dict.fromkeys(sources) if s not in given]
+    if invented:
+        problems.append(
+            "the draft cites knowledge articles it was not given: "
+            + ", ".join(repr(s) for s in invented)
+            + "; cite only the articles in <knowledge>"
+        )
     if len(reply.strip()) < 20:
         problems.append("the reply is too short to send to a customer")
     if len(reply) > max_reply_chars:

@@ -15,6 +15,7 @@ from shared.source.configured import open_configured
 from .checkpoints import open_checkpointer, reachable
 from .graph import Deps, build_graph
 from .handlers import Drafter
+from .knowledge import Knowledge
 from .model import make_model, output_for
 from .offline import OfflineDraftModel
 
@@ -32,6 +33,8 @@ async def run(settings: DrafterSettings) -> None:
         price_output=settings.llm_price_output,
         max_reply_chars=settings.max_reply_chars,
         allow_links=settings.allow_links,
+        knowledge=Knowledge(settings.knowledge_dir) if settings.knowledge_dir else None,
+        passages=settings.knowledge_passages,
     )
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_callback(source.close)

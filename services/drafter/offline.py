@@ -95,6 +95,9 @@ _TEMPLATES = {
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _TICKET = re.compile(r"<ticket>\s*(.*?)\s*</ticket>", re.DOTALL)
+_KNOWLEDGE = re.compile(r"<knowledge>\s*(.*?)\s*</knowledge>", re.DOTALL)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+FACT_SENTENCES = 3  # of the best passage, quoted as the answer's facts
 
 
 def classify(text: str) -> str:
@@ -125,15 +128,44 @@ def _sentence(text: str) -> str:
     return text if text[-1] in ".!?。！？" else text + "."
 
 
-def compose(prompt: str) -> dict[str, str]:
+def _quoted(pattern: re.Pattern[str], prompt: str) -> Any:
+    found = pattern.search(prompt)
+    if not found:
+        return None
+    try:
+        return json.loads(found.group(1))
+    except json.JSONDecodeError:
+        return None
+
+
+def _best_passage(prompt: str) -> dict[str, str] | None:
+    """The first (best) knowledge passage the prompt quotes, if any."""
+    passages = _quoted(_KNOWLEDGE, prompt)
+    if isinstance(passages, list) and passages and isinstance(passages[0], dict):
+        best = passages[0]
+        if isinstance(best.get("article"), str) and isinstance(best.get("text"), str):
+            return best
+    return None
+
+
+def _facts(text: str) -> str:
+    """The passage's first sentences, on one line: the policy as the article states it."""
+    sentences = _SENTENCE_END.split(" ".join(text.split()))
+    return " ".join(sentences[:FACT_SENTENCES])
+
+
+def _action(category: str) -> str:
+    """The category's template without its opening thanks (the reply has thanked already)."""
+    thanks, _, rest = _TEMPLATES[category].partition(". ")
+    return rest or thanks
+
+
+def compose(prompt: str) -> dict[str, Any]:
     """The Draft arguments for one prompt (the human message the drafter builds)."""
-    found = _TICKET.search(prompt)
-    ticket: dict[str, Any] = {}
-    if found:
-        try:
-            ticket = json.loads(found.group(1))
-        except json.JSONDecodeError:
-            ticket = {}
+    quoted = _quoted(_TICKET, prompt)
+    ticket: dict[str, Any] = quoted if isinstance(quoted, dict) else {}
+    best = _best_passage(prompt)
+    sources: list[str] = []
     subject = str(ticket.get("subject") or "your request")
     body = str(ticket.get("body") or "")
     name = str(ticket.get("customer") or "").split(" ")[0] or "there"
@@ -157,17 +189,32 @@ def compose(prompt: str) -> dict[str, str]:
     else:
         paragraphs = [f"Hi {name},", _TEMPLATES[category]]
         earlier = ticket.get("conversation") or []
-        if any(isinstance(m, dict) and m.get("from") == "agent" for m in earlier):
-            # a later round: answer what the customer just wrote, not the ticket all over again
+        about = " ".join(subject.split())
+        # a later round answers what the customer just wrote, not the ticket all over again
+        later = any(isinstance(m, dict) and m.get("from") == "agent" for m in earlier)
+        if best is not None:  # answer with what the team's article says, and cite it
+            paragraphs[1:2] = [
+                f"Thank you for getting back to us about “{about}”."
+                if later
+                else f"Thank you for your message about “{about}”.",
+                _facts(best["text"]),
+                "We will follow up on it in this conversation." if later else _action(category),
+            ]
+            sources.append(best["article"])
+        elif later:
             paragraphs[1] = (
-                "Thank you for getting back to us about "
-                f"{' '.join(subject.split())}. We have noted what you wrote and will follow up "
-                "on it in this conversation."
+                f"Thank you for getting back to us about {about}. We have noted what you wrote "
+                "and will follow up on it in this conversation."
             )
         paragraphs += [_sentence(f) for f in feedback]
         paragraphs.append("Best regards,\nThe Support Team")
     summary = f"{category.capitalize()}: {' '.join(subject.split())}"[:120]
-    return {"category": category, "summary": summary, "reply": "\n\n".join(paragraphs)}
+    return {
+        "category": category,
+        "summary": summary,
+        "reply": "\n\n".join(paragraphs),
+        "sources": sources,
+    }
 
 
 class OfflineDraftModel(BaseChatModel):

@@ -81,6 +81,21 @@ def document() -> dict[str, Any]:
                 "description": "the W3C trace the item belongs to: `desk trace <trace_id>` "
                 "prints its path from the webhook to the result",
             },
+            "citations": {
+                "type": "array",
+                "description": "the knowledge-base passages the draft relies on",
+                "items": {
+                    "type": "object",
+                    "required": ["article", "title", "passage"],
+                    "properties": {
+                        "article": {"type": "string", "description": "the article's id"},
+                        "title": {"type": "string"},
+                        "section": {"type": "string"},
+                        "passage": {"type": "string"},
+                        "url": {"type": ["string", "null"]},
+                    },
+                },
+            },
             "conversation": {
                 "type": "array",
                 "description": "the ticket's messages, oldest first (item detail only)",

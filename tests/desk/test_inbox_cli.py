@@ -34,7 +34,7 @@ from shared.inbox import (
 )
 from shared.source.base import Customer, Message
 from tests.helpers import eventually, messages
-from tests.inbox_items import publish_item
+from tests.inbox_items import REFUND_CITATION, publish_item
 from tests.services_running import ServiceProcess
 
 pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
@@ -88,6 +88,7 @@ def draft_item() -> InboxItem:
         customer=Customer(id="C7", name="Ada Lovelace", email="ada@example.com"),
         ticket_status="open",
         priority="urgent",
+        citations=[REFUND_CITATION],
     )
 
 
@@ -224,6 +225,12 @@ async def test_show_prints_the_customer_the_ticket_and_the_conversation_before_t
     assert lines[start + 9] == "    has not arrived yet."
     assert start < lines.index("draft reply:")  # the conversation, then the draft
     assert lines[lines.index("draft reply:") + 1] == "  Hello Ada,"
+    sources = lines.index("knowledge this draft relies on:")  # beside the draft, after it
+    assert lines[sources + 1 : sources + 3] == [
+        "  refunds: Refunds and how long they take · How long a refund takes  "
+        "https://help.example.com/refunds",
+        "    Once we confirm a refund it is processed within 5 business days.",
+    ]
 
 
 async def test_list_filters_by_priority_and_sorts_urgent_first(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from typing import Any
 
@@ -16,6 +17,7 @@ from shared.inbox import (
     NOTIFY_SUPERVISOR,
     SEND_REPLY,
     ActionRequest,
+    Citation,
     Cost,
     Decision,
     InboxItem,
@@ -25,6 +27,7 @@ from shared.inbox import (
 from shared.source.base import Customer, Ticket
 
 from .. import checks, model, prompt
+from ..knowledge import Passage
 from .state import Deps, State
 
 
@@ -88,8 +91,9 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
     warnings: list[str] = []
     tokens_in = tokens_out = 0
     answer = None
+    passages = await _passages(deps, ticket, _round(state))
     for attempt in (1, 2):  # a draft that fails the checks is redrafted once
-        asked = prompt.messages(ticket, feedback, problems, _round(state))
+        asked = prompt.messages(ticket, feedback, problems, _round(state), passages)
         answer = await model.ask(deps.model, asked, deps.output)
         tokens_in += answer.input_tokens
         tokens_out += answer.output_tokens
@@ -101,6 +105,8 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
                 answer.draft.reply,
                 max_reply_chars=deps.max_reply_chars,
                 allow_links=deps.allow_links,
+                sources=answer.draft.sources,
+                given={p.article for p in passages},
             )
         if not problems:
             break
@@ -135,6 +141,7 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
         cost=Cost(input_tokens=tokens_in, output_tokens=tokens_out, usd=usage["usd"]),
         warnings=warnings,
         feedback=feedback,
+        citations=_citations(passages, d.sources),
         **_conversation_fields(state),
     )
     return {
@@ -146,6 +153,26 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
         "handled_version": state.get("event_version") or ticket.get("updated_at"),
         "cause": None,
     }
+
+
+async def _passages(deps: Deps, ticket: dict[str, Any], round_: dict[str, Any]) -> list[Passage]:
+    """The knowledge passages this round's draft is given (none without a knowledge base).
+    Searched in a thread: a changed directory is read and indexed again first."""
+    if deps.knowledge is None:
+        return []
+    return await asyncio.to_thread(
+        deps.knowledge.search, prompt.query(ticket, round_), deps.passages
+    )
+
+
+def _citations(passages: list[Passage], sources: list[str]) -> list[Citation]:
+    """The given passages of each article the draft cites, in the order it cites them."""
+    return [
+        Citation(article=p.article, title=p.title, section=p.section, passage=p.text, url=p.url)
+        for article in dict.fromkeys(sources)
+        for p in passages
+        if p.article == article
+    ]
 
 
 async def notify(state: State) -> dict[str, Any]:

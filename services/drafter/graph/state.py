@@ -9,6 +9,7 @@ from langchain_core.language_models import BaseChatModel
 
 from shared.source import SourceSystem
 
+from ..knowledge import Knowledge
 from ..model import Output
 
 
@@ -52,3 +53,5 @@ class Deps:
     price_output: float = 0.0
     max_reply_chars: int = 3000
     allow_links: bool = False
+    knowledge: Knowledge | None = None  # DESK_KNOWLEDGE_DIR: passages each draft is given
+    passages: int = 3

@@ -43,6 +43,7 @@ def item_json(row: ItemRow) -> dict[str, Any]:
         "overdue_since": row.overdue_since.isoformat() if row.overdue_since else None,
         "withdrawn_reason": row.withdrawn_reason,
         "trace_id": _trace_id(row.traceparent),
+        "citations": row.citations or [],
     }
 
 

@@ -55,6 +55,7 @@ def project(engine: Engine, item: InboxItem, traceparent: str | None = None) -> 
                 conversation=[m.model_dump(mode="json") for m in item.conversation],
                 round_messages=list(item.round_messages),
                 traceparent=traceparent,
+                citations=[c.model_dump(mode="json") for c in item.citations],
             )
         )
         try:

@@ -80,6 +80,9 @@ class ItemRow(SQLModel, table=True):
     overdue_since: dt.date | None = None
     withdrawn_reason: str | None = None
     traceparent: str | None = None  # the trace the item belongs to: its decision continues it
+    citations: list[dict[str, Any]] | None = Field(
+        default=None, sa_column=Column(JSON, nullable=True)
+    )  # the knowledge-base passages the draft relies on
 
 
 class DecisionRow(SQLModel, table=True):

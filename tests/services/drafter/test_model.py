@@ -124,7 +124,7 @@ async def test_json_schema_mode_sends_the_draft_schema_and_reads_the_content(
     spec = request["response_format"]["json_schema"]
     assert request["response_format"]["type"] == "json_schema"
     assert (spec["name"], spec["strict"]) == ("Draft", True)
-    assert spec["schema"]["required"] == ["category", "summary", "reply"]
+    assert spec["schema"]["required"] == ["category", "summary", "reply", "sources"]
     assert spec["schema"]["additionalProperties"] is False
     assert spec["schema"]["properties"]["category"]["enum"] == list(CATEGORIES)
     assert spec["description"] == Draft.__doc__

@@ -19,7 +19,7 @@ from services.inbox_api.render import age, changes, diff, fold
 from shared import subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
-from shared.inbox import InboxItem, Overdue
+from shared.inbox import Citation, InboxItem, Overdue
 from shared.results import (
     NOTIFY_FAILED,
     NOTIFY_SENT,
@@ -30,6 +30,7 @@ from shared.results import (
 )
 from tests.helpers import eventually
 from tests.inbox_items import (
+    REFUND_CITATION,
     conversation,
     draft_item,
     notify_item,
@@ -302,6 +303,40 @@ async def test_the_detail_shows_only_the_forms_the_item_allows(
 
 
 # -- what an item shows ------------------------------------------------------------------------
+
+
+async def test_the_knowledge_a_draft_relies_on_is_shown_beside_it(
+    web: str, browser_client: httpx.AsyncClient, nats_bus: Bus
+) -> None:
+    cited = [
+        REFUND_CITATION,
+        Citation(
+            article="tricks",
+            title="<b>Not markup</b>",
+            passage="A passage",
+            url="javascript:alert(1)",
+        ),
+    ]
+    item = draft_item(new_thread(), citations=cited)
+    await waiting(web, nats_bus, item)
+    await log_in(browser_client, REVIEWER)
+    page = (await browser_client.get(f"/items/{item.id}")).text
+    sources = page.split('id="sources"', 1)[1].split("</aside>", 1)[0]
+    assert "Knowledge this draft relies on" in sources
+    assert (
+        '<a href="https://help.example.com/refunds" rel="noopener noreferrer" target="_blank">'
+        "Refunds and how long they take</a> · How long a refund takes" in sources
+    )
+    assert "processed within 5 business days" in sources
+    assert "javascript:" not in page and "&lt;b&gt;Not markup&lt;/b&gt;" in sources
+    async with httpx.AsyncClient(
+        base_url=web, headers={"Authorization": f"Bearer {REVIEWER}"}
+    ) as api:
+        shown = (await api.get(f"/api/items/{item.id}")).json()
+    assert [c["article"] for c in shown["citations"]] == ["refunds", "tricks"]
+    plain = draft_item(new_thread())
+    await waiting(web, nats_bus, plain)
+    assert 'id="sources"' not in (await browser_client.get(f"/items/{plain.id}")).text
 
 
 async def test_the_item_shows_the_customer_the_ticket_and_the_conversation_once(

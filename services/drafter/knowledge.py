@@ -1,0 +1,234 @@
+"""The team's knowledge base: Markdown articles in a directory, searched with BM25.
+
+    knowledge = Knowledge(Path("knowledge"))
+    knowledge.search("I was charged twice for my order")   # the best passages, best first
+
+Each `*.md` file is one article; its front matter names it (`title`, `category`, `tags`, and
+an optional `url` the reviewer can open), and its body is split into passages at its headings
+and paragraphs. The index follows the directory: before a search, at most every
+`recheck` seconds, files added, edited or removed are picked up (only changed files are read
+again) and the BM25 index (`bm25s`, English stemming) is rebuilt from the passages, which for a
+help centre takes milliseconds. A file that cannot be read is skipped and logged once per
+version, never fatal: the drafts go on with the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+log = logging.getLogger(__name__)
+
+PASSAGE_CHARS = 700  # a passage is at most about this long (paragraphs are not cut)
+_FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.S)
+_HEADING = re.compile(r"^#{1,6}\s+(.*)$")
+
+
+class ArticleMeta(BaseModel):
+    """An article's front matter."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    title: str = Field(min_length=1)
+    category: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    url: str | None = None
+
+
+@dataclass(frozen=True)
+class Passage:
+    article: str  # the file's stem: the id a draft cites
+    title: str
+    section: str  # the heading it falls under ("" before the first)
+    text: str
+    category: str | None = None
+    url: str | None = None
+    tags: tuple[str, ...] = ()
+
+    def searchable(self) -> str:
+        return "\n".join([self.title, self.section, self.text, " ".join(self.tags)])
+
+
+@dataclass
+class _File:
+    stamp: tuple[int, int]  # (mtime_ns, size): read again only when it changes
+    passages: list[Passage]
+
+
+class KnowledgeError(ValueError):
+    """An article that cannot be used (no front matter, no title, bad YAML)."""
+
+
+def parse(article: str, text: str) -> list[Passage]:
+    """The passages of one article's Markdown (`article` is its id, the file's stem)."""
+    found = _FRONT.match(text)
+    if found is None:
+        raise KnowledgeError("no front matter (a --- block with at least a title)")
+    try:
+        raw = yaml.safe_load(found.group(1)) or {}
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 2})" if where is not None else ""
+        raise KnowledgeError(f"front matter is not YAML{line}: {exc}".splitlines()[0]) from None
+    try:
+        meta = ArticleMeta.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"]) or "front matter"
+        raise KnowledgeError(f"front matter {field}: {error['msg']}") from None
+    body = text[found.end() :]
+    passages: list[Passage] = []
+    section = ""
+    chunk: list[str] = []
+
+    def flush() -> None:
+        joined = "\n\n".join(p for p in chunk if p).strip()
+        if joined:
+            passages.append(
+                Passage(
+                    article, meta.title, section, joined, meta.category, meta.url, tuple(meta.tags)
+                )
+            )
+        chunk.clear()
+
+    for block in re.split(r"\n\s*\n", body):
+        block = block.strip()
+        heading = _HEADING.match(block.splitlines()[0]) if block else None
+        if heading:
+            flush()
+            section = heading.group(1).strip()
+            block = "\n".join(block.splitlines()[1:]).strip()
+        if chunk and sum(len(p) for p in chunk) + len(block) > PASSAGE_CHARS:
+            flush()
+        chunk.append(block)
+    flush()
+    return passages
+
+
+class Knowledge:
+    """The articles under `root`, indexed; thread-safe (the drafter searches from its loop)."""
+
+    def __init__(self, root: Path, *, recheck: float = 2.0) -> None:
+        self.root = root
+        self.recheck = recheck
+        self._files: dict[Path, _File] = {}
+        self._passages: list[Passage] = []
+        self._index: Any = None
+        self._checked = float("-inf")
+        self._refused: dict[Path, tuple[int, int]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def passages(self) -> list[Passage]:
+        self.refresh()
+        return list(self._passages)
+
+    def articles(self) -> set[str]:
+        return {p.article for p in self.passages}
+
+    def refresh(self, *, force: bool = False) -> bool:
+        """Pick up what changed on disk; True if the index was rebuilt."""
+        with self._lock:
+            now = time.monotonic()
+            if not force and now - self._checked < self.recheck:
+                return False
+            self._checked = now
+            changed = self._scan()
+            if changed or (self._index is None and self._passages):
+                self._rebuild()
+            return changed
+
+    def search(self, query: str, k: int = 3) -> list[Passage]:
+        """The `k` passages that best match `query`, best first (none that share no term)."""
+        self.refresh()
+        with self._lock:
+            if self._index is None or not self._passages or not query.strip():
+                return []
+            import bm25s
+
+            tokens = bm25s.tokenize(
+                [query], stopwords="en", stemmer=_stemmer(), show_progress=False
+            )
+            if not tokens.vocab:
+                return []
+            k = min(k, len(self._passages))
+            found, scores = self._index.retrieve(tokens, k=k, show_progress=False, n_threads=1)
+            return [
+                self._passages[int(i)]
+                for i, score in zip(found[0], scores[0], strict=True)
+                if score > 0
+            ]
+
+    def _scan(self) -> bool:
+        try:
+            paths = sorted(p for p in self.root.rglob("*.md") if p.is_file())
+        except OSError as exc:
+            log.warning("knowledge directory %s cannot be read: %s", self.root, exc)
+            paths = []
+        changed = set(self._files) - set(paths)
+        for path in changed:
+            del self._files[path]
+        for path in paths:
+            try:
+                info = path.stat()
+            except OSError:
+                continue
+            stamp = (info.st_mtime_ns, info.st_size)
+            known = self._files.get(path)
+            if (known is not None and known.stamp == stamp) or self._refused.get(path) == stamp:
+                continue
+            try:
+                passages = parse(path.stem, path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, KnowledgeError) as exc:
+                log.warning("knowledge article %s skipped: %s", path.name, exc)
+                self._refused[path] = stamp
+                if self._files.pop(path, None) is not None:
+                    changed.add(path)
+                continue
+            self._refused.pop(path, None)
+            self._files[path] = _File(stamp, passages)
+            changed.add(path)
+        return bool(changed)
+
+    def _rebuild(self) -> None:
+        self._passages = [p for path in sorted(self._files) for p in self._files[path].passages]
+        if not self._passages:
+            self._index = None
+            return
+        import bm25s
+
+        corpus = bm25s.tokenize(
+            [p.searchable() for p in self._passages],
+            stopwords="en",
+            stemmer=_stemmer(),
+            show_progress=False,
+        )
+        index = bm25s.BM25()
+        index.index(corpus, show_progress=False)
+        self._index = index
+        log.info(
+            "knowledge base: %d passages from %d articles in %s",
+            len(self._passages),
+            len(self._files),
+            self.root,
+        )
+
+
+_STEMMER: Any = None
+
+
+def _stemmer() -> Any:
+    global _STEMMER
+    if _STEMMER is None:
+        import Stemmer
+
+        _STEMMER = Stemmer.Stemmer("english")
+    return _STEMMER
