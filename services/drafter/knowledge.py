@@ -106,11 +106,26 @@ def parse(article: str, text: str) -> list[Passage]:
             flush()
             section = heading.group(1).strip()
             block = "\n".join(block.splitlines()[1:]).strip()
+        block = _unwrapped(block)
         if chunk and sum(len(p) for p in chunk) + len(block) > PASSAGE_CHARS:
             flush()
         chunk.append(block)
     flush()
     return passages
+
+
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
+
+
+def _unwrapped(block: str) -> str:
+    """A paragraph's lines joined (Markdown's soft line breaks); a list keeps one item a line."""
+    lines: list[str] = []
+    for line in block.splitlines():
+        if lines and not _LIST_ITEM.match(line):
+            lines[-1] += " " + line.strip()
+        else:
+            lines.append(line.strip())
+    return "\n".join(lines)
 
 
 class Knowledge:

@@ -168,3 +168,15 @@ async def test_a_draft_citing_an_article_it_was_not_given_is_redrafted_then_warn
     assert "'made-up-policy'" in warning and "not given" in warning
     given = {p["article"] for p in knowledge_given(fake_llm.requests[0])}
     assert {c.article for c in item.citations} == {"refunds"} & given
+
+
+def test_a_passage_reads_as_written_not_as_wrapped_in_the_file() -> None:
+    [passage] = parse(
+        "steps",
+        "---\ntitle: Steps\n---\n\n# Export\n\nOpen the report\nand choose Export.\n\n"
+        "- CSV for spreadsheets\n- JSON for\n  programs\n",
+    )
+    assert passage.section == "Export"
+    assert passage.text == (
+        "Open the report and choose Export.\n\n- CSV for spreadsheets\n- JSON for programs"
+    )
