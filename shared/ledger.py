@@ -22,10 +22,19 @@ from nats.js.kv import KeyValue
 
 from . import metrics
 from .catalog import ledger_bucket
-from .errors import TransientError
+from .errors import TransientError, Unavailable
 
 _KEY_SAFE = re.compile(r"[^A-Za-z0-9_/-]")
-_FAILURES = (nats_errors.TimeoutError, TimeoutError, nats_errors.ConnectionClosedError)
+# The broker not answering for the bucket: a timeout, a lost connection, or no stream to answer
+# (its leader being elected again after a node died: the request finds no responder).
+_FAILURES = (
+    nats_errors.TimeoutError,
+    TimeoutError,
+    nats_errors.ConnectionClosedError,
+    nats_errors.NoRespondersError,
+    js_errors.NoStreamResponseError,
+    js_errors.ServiceUnavailableError,
+)
 
 
 def ledger_key(key: str) -> str:
@@ -63,7 +72,7 @@ class Ledger:
             metrics.LEDGER_CLAIMS.labels(self.service, "seen").inc()
             return False
         except _FAILURES as exc:
-            raise TransientError("ledger unavailable") from exc
+            raise Unavailable("ledger unavailable") from exc
         metrics.LEDGER_CLAIMS.labels(self.service, "first").inc()
         return True
 
@@ -73,7 +82,7 @@ class Ledger:
         except js_errors.KeyNotFoundError:
             return None
         except _FAILURES as exc:
-            raise TransientError("ledger unavailable") from exc
+            raise Unavailable("ledger unavailable") from exc
         return entry.value or b""
 
     async def seen(self, key: str) -> bool:
@@ -101,7 +110,7 @@ class Ledger:
                     raise TransientError(f"{key} is busy", retry_after=1.0) from None
                 await asyncio.sleep(0.05)
             except _FAILURES as exc:
-                raise TransientError("ledger unavailable") from exc
+                raise Unavailable("ledger unavailable") from exc
         done = asyncio.Event()
         renewal = asyncio.create_task(self._renew(name, revision, seconds, done))
         try:
@@ -143,7 +152,7 @@ class Ledger:
         try:
             await self.kv.delete(ledger_key(key))
         except _FAILURES as exc:
-            raise TransientError("ledger unavailable") from exc
+            raise Unavailable("ledger unavailable") from exc
 
 
 # The one bucket every service wrote before each got its own, and who owns its lasting keys

@@ -7,6 +7,7 @@ import pytest
 from nats.js.api import KeyValueConfig
 
 from shared.bus import Bus
+from shared.errors import Unavailable
 from shared.ledger import SHARED_BUCKET, Ledger, ledger_key
 from shared.streams import Topology, provision
 
@@ -62,6 +63,21 @@ async def test_a_busy_lease_is_a_transient_error_after_the_wait(bus: Bus) -> Non
                 raise AssertionError("two holders at once")
         except TransientError as exc:
             assert exc.retry_after
+
+
+async def test_a_bucket_no_stream_answers_for_is_unavailable_not_a_failed_attempt(
+    bus: Bus,
+) -> None:
+    """As while a cluster elects the bucket's leader again after a node died: a write finds no
+    stream to answer it. That is a dependency that is down (the runtime holds the delivery),
+    not an error that spends one."""
+    ledger = await Ledger.open(bus.js, "drafter")
+    await bus.js.delete_stream("KV_desk_ledger_drafter")
+    with pytest.raises(Unavailable, match="ledger unavailable"):
+        async with ledger.lease("helpdesk:e1>drafter", ttl=5, wait=1):
+            pass
+    with pytest.raises(Unavailable, match="ledger unavailable"):
+        await ledger.claim("helpdesk:e1")
 
 
 async def test_a_lease_whose_holder_died_expires(bus: Bus) -> None:
