@@ -6,6 +6,7 @@ Used by `desk up` and by the test suite; never a server that happens to run on t
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import re
 import secrets
@@ -138,7 +139,11 @@ class NatsServer:
                 return
             except NatsServerError as exc:
                 if not exc.port_taken or attempt == PORT_ATTEMPTS:
+                    self.kill()  # not ready in time: it does not outlive the failed start
                     raise
+            except BaseException:
+                self.kill()
+                raise
             self.repick_ports()
 
     def repick_ports(self) -> None:
@@ -188,7 +193,10 @@ class NatsServer:
         try:
             with urllib.request.urlopen(f"{self.monitor_url}{probe}", timeout=1) as answer:
                 return bool(answer.status == 200)
-        except (urllib.error.URLError, OSError):
+        except (urllib.error.URLError, OSError, http.client.HTTPException):
+            # not answering yet, or another program has the port (answering it in its own
+            # protocol: another nats-server's client port says INFO): this one will fail to
+            # bind it and exit, which the next probe reports
             return False
 
     def _port_taken(self) -> bool:
@@ -308,6 +316,9 @@ class NatsCluster:
                 self.stop()
                 if not exc.port_taken or attempt == PORT_ATTEMPTS:
                     raise
+            except BaseException:  # interrupted: no node outlives a start that did not finish
+                self.stop()
+                raise
             self._plan(len(self.nodes))  # every node's routes name the others' ports
 
     def _wait_ready(self, timeout: float) -> None:

@@ -97,6 +97,45 @@ def test_desk_up_refuses_more_replicas_than_broker_nodes(tmp_path: Path) -> None
     assert "DESK_NATS_NODES=3" in done.stderr
 
 
+def test_a_monitor_port_another_nats_server_took_is_chosen_again(tmp_path: Path) -> None:
+    """The monitor port, chosen free, taken meanwhile by another program speaking its own
+    protocol (another nats-server's client port answers `INFO {...}` to anything): the
+    readiness probe reads that as not ready, and the start picks other ports, as for any
+    taken port; no error escapes it and no node is left running."""
+    import socket
+    import threading
+
+    server = NatsServer(tmp_path / "one", sync_always=False)
+    squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    squatter.bind(("127.0.0.1", server.monitor_port))
+    squatter.listen()
+    stop = threading.Event()
+
+    def answer_like_nats() -> None:
+        squatter.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                client, _ = squatter.accept()
+            except TimeoutError:
+                continue
+            with client:
+                client.sendall(b'INFO {"server_id":"other","version":"2.15.1"}\r\n')
+
+    talker = threading.Thread(target=answer_like_nats, daemon=True)
+    talker.start()
+    taken = server.monitor_port
+    try:
+        server.start()
+        try:
+            assert server.monitor_port != taken and server.running
+        finally:
+            server.kill()
+    finally:
+        stop.set()
+        talker.join(5)
+        squatter.close()
+
+
 def test_a_port_taken_between_choosing_and_binding_is_chosen_again(tmp_path: Path) -> None:
     """Another process (a parallel test, another stack) may bind a port chosen free before
     nats-server does: the first start picks others, for one server and for a cluster alike."""
