@@ -36,6 +36,9 @@ from ..errors import TransientError
 from . import Bus, Published
 
 _NO_RESPONDERS = "503"  # the status the server sends when nothing listens on the subject
+# How long a publish sent again waits for its first attempt's overdue PubAck, when the broker
+# calls the second a duplicate (only then: see `_own_duplicate`).
+LATE_ACK_WAIT = 1.0
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 _HEADER_NAME = re.compile(_TOKEN)  # nats-py's own check
 # Header lines that need nothing done: a valid name, a value without CR/LF or outer spaces.
@@ -59,6 +62,9 @@ class Pipeline:
         self._next = 0
         # token → (future, deadline); in publish order, so also in deadline order
         self._waiting: dict[str, tuple[asyncio.Future[Msg], float]] = {}
+        # token → the PubAck that comes after its deadline, while that publish is sent again
+        # by `Bus.publish`: see `_own_duplicate`
+        self._late: dict[str, asyncio.Future[Published | None]] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._sub: Subscription | None = None
         self._stored = metrics.PUBLISHES.labels(service, "stored")
@@ -89,9 +95,12 @@ class Pipeline:
         return self.bus is not None
 
     async def _on_reply(self, msg: Msg) -> None:
-        waiting = self._waiting.pop(msg.subject[self._cut :], None)
+        token = msg.subject[self._cut :]
+        waiting = self._waiting.pop(token, None)
         if waiting is not None and not waiting[0].done():
             waiting[0].set_result(msg)
+        elif token in self._late and not self._late[token].done():
+            self._late[token].set_result(_pub_ack(msg))
 
     async def _sweep(self) -> None:
         """One timer for every publish: fail those whose PubAck is overdue."""
@@ -126,7 +135,18 @@ class Pipeline:
             reply = await future
         except (TimeoutError, nats_errors.Error):  # overdue; or closed, draining, buffer full
             self._waiting.pop(token, None)
-            return await self._fallback(subject, data, msg_id, headers, started)
+            late = self._late[token] = loop.create_future()
+            try:
+                again = await self._fallback(subject, data, msg_id, headers, started)
+                if not again.duplicate:
+                    return again
+                # The first copy may have been this one's own, stored but slow to be answered:
+                # its PubAck, sent by the server before this one, is then on its way.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(late), LATE_ACK_WAIT)
+                return _own_duplicate(again, late.result() if late.done() else None)
+            finally:
+                self._late.pop(token, None)
         ack = _pub_ack(reply)
         if ack is None:
             return await self._fallback(subject, data, msg_id, headers, started)
@@ -197,6 +217,16 @@ def _header_line(name: str, value: str) -> str:
     if "\r" in value or "\n" in value:
         value = value.replace("\r", " ").replace("\n", " ")
     return f"{name}: {value}\r\n"
+
+
+def _own_duplicate(again: Published, late: Published | None) -> Published:
+    """The answer to a publish sent again after its first PubAck was overdue. The broker calls
+    it a duplicate when the first copy was stored, which may have been this request's own
+    (slow, not lost): then that first PubAck comes too (the server answers one connection's
+    publishes in order), as stored, at the same sequence, and the event is new to the caller."""
+    if again.duplicate and late is not None and not late.duplicate and late.seq == again.seq:
+        return Published(stream=again.stream, seq=again.seq, duplicate=False)
+    return again
 
 
 def _pub_ack(reply: Msg) -> Published | None:

@@ -197,6 +197,31 @@ async def test_a_stream_created_after_the_first_attempt_stores_the_event_once(bu
     assert [(m.seq, (m.headers or {}).get(h.MSG_ID)) for m in stored] == [(1, "late-1")]
 
 
+class SlowToRead(Pipeline):
+    """Reads every PubAck `delay` seconds late (a loaded machine): each is overdue."""
+
+    delay = 0.5
+
+    async def _on_reply(self, msg: Msg) -> None:
+        await asyncio.sleep(self.delay)
+        await super()._on_reply(msg)
+
+
+async def test_a_pub_ack_read_late_is_not_taken_for_a_duplicate(bus: Bus) -> None:
+    """The first attempt stored the event, its PubAck came after half the timeout, and the
+    second attempt (the same id) was answered duplicate: the event is new to the caller (a
+    webhook answered `duplicate: true` on its first delivery was seen on a slow CI machine).
+    An event that was stored before is still a duplicate."""
+    await bus.js.add_stream(name="SLOW", subjects=["slow.>"])
+    async with SlowToRead(0.6, service=PIPELINE) as rec:  # half: 0.3 s < the 0.5 s delay
+        await rec.attach(bus)
+        first = await rec.record("slow.event", b"{}", msg_id="slow-1", headers={})
+        again = await rec.record("slow.event", b"{}", msg_id="slow-1", headers={})
+    assert first == Published(stream="SLOW", seq=1, duplicate=False)
+    assert again == Published(stream="SLOW", seq=1, duplicate=True)
+    assert await count(bus, "SLOW") == 1
+
+
 async def test_a_pub_ack_lost_to_a_broker_restart_is_recovered_without_a_second_copy(
     bus: Bus, nats_server: NatsServer
 ) -> None:
