@@ -65,11 +65,10 @@ def add_arguments(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace, nats_url: str, auth: NatsAuth) -> int:
     try:
-        hops, consumed, attempts = asyncio.run(_read(nats_url, auth, args.id))
+        traces, hops, consumed, attempts = asyncio.run(_read(nats_url, auth, args.id))
     except _Unreachable as exc:
         print(f"desk trace: {exc}", file=sys.stderr)
         return 2
-    traces = named_by(args.id, hops)
     if not traces:
         print(f"desk trace: no stored message carries {args.id!r}", file=sys.stderr)
         return 1
@@ -83,7 +82,9 @@ class _Unreachable(Exception):
 
 async def _read(
     nats_url: str, auth: NatsAuth, wanted: str
-) -> tuple[list[Hop], dict[str, Any], Attempts]:
+) -> tuple[list[str], list[Hop], dict[str, Any], Attempts]:
+    """The traces `wanted` names, every stored hop, each consumer's progress, and the
+    attempts recorded since the first of those traces' messages."""
     try:
         bus = await Bus.connect(nats_url, service="trace", auth=auth, reconnect=False)
     except TransientError as exc:
@@ -98,9 +99,9 @@ async def _read(
         consumed = {}
         for stream, durable in catalog.DURABLES:
             consumed[durable] = (stream, await bus.js.consumer_info(stream, durable))
-        mine = set(named_by(wanted, hops))
-        times = [hop.msg.time for hop in hops if hop.trace_id in mine and hop.msg.time]
-        return hops, consumed, (await _attempts(bus, min(times)) if times else {})
+        traces = named_by(wanted, hops)
+        times = [hop.msg.time for hop in hops if hop.trace_id in traces and hop.msg.time]
+        return traces, hops, consumed, (await _attempts(bus, min(times)) if times else {})
     except (js_errors.APIError, nats_errors.Error, TimeoutError) as exc:
         raise _Unreachable(f"NATS refused: {exc.__class__.__name__}: {exc}") from exc
     finally:

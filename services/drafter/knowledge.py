@@ -149,17 +149,15 @@ class Knowledge:
     def articles(self) -> set[str]:
         return {p.article for p in self.passages}
 
-    def refresh(self, *, force: bool = False) -> bool:
-        """Pick up what changed on disk; True if the index was rebuilt."""
+    def refresh(self) -> None:
+        """Pick up what changed on disk (at most every `recheck` seconds)."""
         with self._lock:
             now = time.monotonic()
-            if not force and now - self._checked < self.recheck:
-                return False
+            if now - self._checked < self.recheck:
+                return
             self._checked = now
-            changed = self._scan()
-            if changed or (self._index is None and self._passages):
+            if self._scan():
                 self._rebuild()
-            return changed
 
     def search(self, query: str, k: int = 3) -> list[Passage]:
         """The `k` passages that best match `query`, best first (none that share no term)."""

@@ -102,16 +102,22 @@ def quoted_ticket(ticket: dict[str, Any], round_: dict[str, Any] | None = None) 
         fields["conversation"] = history
     if round_.get("kind") == "followup":
         fields["followup"] = True
-    return json.dumps(fields, ensure_ascii=False, indent=1).replace("<", "\\u003c")
+    return _as_data(fields)
 
 
 def quoted_knowledge(passages: list[Passage]) -> str:
-    """The passages as data, like the ticket: JSON with `<` escaped."""
-    found = [
-        {"article": p.article, "title": p.title, "section": p.section, "text": p.text}
-        for p in passages
-    ]
-    return json.dumps(found, ensure_ascii=False, indent=1).replace("<", "\\u003c")
+    """The passages as data, like the ticket."""
+    return _as_data(
+        [
+            {"article": p.article, "title": p.title, "section": p.section, "text": p.text}
+            for p in passages
+        ]
+    )
+
+
+def _as_data(value: Any) -> str:
+    """JSON with `<` escaped, so quoted text cannot close the tag it is quoted in."""
+    return json.dumps(value, ensure_ascii=False, indent=1).replace("<", "\\u003c")
 
 
 def query(ticket: dict[str, Any], round_: dict[str, Any] | None = None) -> str:
