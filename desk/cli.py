@@ -16,6 +16,7 @@ desk results tail [--all]        print result events (CloudEvents) as they arriv
 desk reconcile [--stale]         backfill events the system never got (and remind stale ones)
 desk report                      print and publish the daily report
 desk demo                        the demo scenario on a fresh stack, step by step
+desk eval [--model M] [--prompt F] measure the drafts on the eval set (or --from-review-log)
 desk <service>                   run one service: ingress, router, drafter, inbox_api,
                                  sender, reconciler (what each Kubernetes Deployment runs)
 desk ingress imap                poll a mailbox into email.received events
@@ -45,7 +46,7 @@ from shared.settings import (
     first_error,
 )
 
-from . import dbroles, demo, dlq, inbox, reconcile, results, trace
+from . import dbroles, demo, dlq, evaluation, inbox, reconcile, results, trace
 
 ALIASES = {name.replace("_", "-"): name for name in SERVICE_SETTINGS}
 
@@ -84,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     results.add_arguments(sub)
     reconcile.add_arguments(sub)
     demo.add_arguments(sub)
+    evaluation.add_arguments(sub)
     helpdesk = sub.add_parser("helpdesk", help="the demo helpdesk (source system)")
     helpdesk_sub = helpdesk.add_subparsers(dest="helpdesk_command", required=True)
     create = helpdesk_sub.add_parser("create", help="add a ticket without sending a webhook")
@@ -444,6 +446,8 @@ def _main(argv: list[str] | None = None) -> int:
         return inbox.main(args, DeskSettings().var_dir.resolve())
     if command == "demo":
         return demo.main(args)
+    if command == "eval":
+        return evaluation.main(args)
     if command in ("reconcile", "report"):
         return reconcile.main(args)
     if command == "results":

@@ -418,6 +418,13 @@ def render_item(item: dict[str, Any], now: dt.datetime | None = None) -> str:
             link = f"  {_one_line(c['url'])}" if c.get("url") else ""
             lines.append(f"  {_one_line(c.get('article'))}: {where}{link}")
             lines.append(_indented(str(c.get("passage") or ""), "    "))
+    learned = [str(t) for t in item.get("instructions") or []]
+    if learned:
+        lines.append(f"standing instructions for {_one_line(item.get('category'))} it was given:")
+        lines += [f"  - {_one_line(t)}" for t in learned]
+    examples = [str(e) for e in item.get("examples") or []]
+    if examples:
+        lines.append("replies reviewers sent that it was shown: " + ", ".join(examples))
     decisions: list[dict[str, Any]] = item.get("decisions") or []
     earlier = [v for v in item.get("versions") or [] if v.get("version") != item.get("version")]
     if earlier:

@@ -40,6 +40,7 @@ from .settings import (
 
 LEDGER = "ledger"  # every service's own processed-ledger bucket (see `ledger_bucket`)
 STATE = "desk_state"  # the reconciler's cursors and last-run times
+GUIDANCE = "desk_guidance"  # the standing instructions the inbox learns (shared.guidance)
 
 
 def ledger_bucket(service: str) -> str:
@@ -143,7 +144,15 @@ DRAFTER = ServiceSpec(
     ),
     publishes=DRAFTER_PUBLISHES,
     kv_writes=(LEDGER,),
-    tables=("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations"),
+    kv_reads=(GUIDANCE,),  # the standing instructions each draft is given
+    tables=(
+        "checkpoints",
+        "checkpoint_blobs",
+        "checkpoint_writes",
+        "checkpoint_migrations",
+        "store",  # what reviewers sent: the examples a draft is shown (services/drafter/memory)
+        "store_migrations",
+    ),
     talks_to=("postgres", "helpdesk", "llm"),
 )
 INBOX_API = ServiceSpec(
@@ -158,7 +167,14 @@ INBOX_API = ServiceSpec(
     publishes=(subjects.INBOX_DECISION,),
     reads=(subjects.DLQ, subjects.EVENTS, subjects.WORK, subjects.INBOX, subjects.RESULTS),
     deletes=(subjects.DLQ,),
-    tables=("inbox_items", "inbox_decisions", "inbox_notifications", "inbox_sessions"),
+    kv_writes=(GUIDANCE,),
+    tables=(
+        "inbox_items",
+        "inbox_decisions",
+        "inbox_notifications",
+        "inbox_sessions",
+        "inbox_instructions",
+    ),
     talks_to=("postgres",),
     reached_by=("reviewers",),
     public_port=8001,

@@ -108,6 +108,10 @@ class InboxItem(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     feedback: list[str] = Field(default_factory=list)
     citations: list[Citation] = Field(default_factory=list)  # the knowledge it relied on
+    # what it learned from reviewers: the standing instructions of its category it was given,
+    # and the past rounds (`<ticket>/<round>`) whose sent replies it was shown as examples
+    instructions: list[str] = Field(default_factory=list)
+    examples: list[str] = Field(default_factory=list)
     # the conversation this draft answers
     round: str = "r1"  # the round id: the newest customer message answered, or followup-<date>
     round_kind: Literal["answer", "followup"] = "answer"

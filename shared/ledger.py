@@ -27,7 +27,7 @@ from .errors import TransientError, Unavailable
 _KEY_SAFE = re.compile(r"[^A-Za-z0-9_/-]")
 # The broker not answering for the bucket: a timeout, a lost connection, or no stream to answer
 # (its leader being elected again after a node died: the request finds no responder).
-_FAILURES = (
+FAILURES = (
     nats_errors.TimeoutError,
     TimeoutError,
     nats_errors.ConnectionClosedError,
@@ -71,7 +71,7 @@ class Ledger:
         except js_errors.KeyWrongLastSequenceError:
             metrics.LEDGER_CLAIMS.labels(self.service, "seen").inc()
             return False
-        except _FAILURES as exc:
+        except FAILURES as exc:
             raise Unavailable("ledger unavailable") from exc
         metrics.LEDGER_CLAIMS.labels(self.service, "first").inc()
         return True
@@ -81,7 +81,7 @@ class Ledger:
             entry = await self.kv.get(ledger_key(key))
         except js_errors.KeyNotFoundError:
             return None
-        except _FAILURES as exc:
+        except FAILURES as exc:
             raise Unavailable("ledger unavailable") from exc
         return entry.value or b""
 
@@ -109,7 +109,7 @@ class Ledger:
                 if time.monotonic() > deadline:
                     raise TransientError(f"{key} is busy", retry_after=1.0) from None
                 await asyncio.sleep(0.05)
-            except _FAILURES as exc:
+            except FAILURES as exc:
                 raise Unavailable("ledger unavailable") from exc
         done = asyncio.Event()
         renewal = asyncio.create_task(self._renew(name, revision, seconds, done))
@@ -123,7 +123,7 @@ class Ledger:
             renewal.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewal
-            with contextlib.suppress(*_FAILURES, js_errors.KeyValueError):
+            with contextlib.suppress(*FAILURES, js_errors.KeyValueError):
                 await self.kv.delete(name)
 
     async def _renew(self, name: str, revision: int, seconds: int, done: asyncio.Event) -> None:
@@ -143,7 +143,7 @@ class Ledger:
                         "Nats-TTL": f"{seconds}s",
                     },
                 )
-            except (*_FAILURES, js_errors.APIError):
+            except (*FAILURES, js_errors.APIError):
                 continue  # try again; at worst the lease lapses and another worker waits less
             revision = ack.seq
 
@@ -151,7 +151,7 @@ class Ledger:
         """Forget a claim whose work failed, so a retry can claim it again."""
         try:
             await self.kv.delete(ledger_key(key))
-        except _FAILURES as exc:
+        except FAILURES as exc:
             raise Unavailable("ledger unavailable") from exc
 
 

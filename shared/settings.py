@@ -250,6 +250,12 @@ class DrafterSettings(HelpdeskSettings):
     knowledge_passages: int = Field(
         default=3, ge=1, le=20, description="passages retrieved for each draft"
     )
+    examples: int = Field(
+        default=3,
+        ge=0,
+        le=10,
+        description="replies reviewers sent for similar rounds, shown to each draft (0: none)",
+    )
 
 
 class ReviewerConfig(BaseModel):

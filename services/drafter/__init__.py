@@ -8,10 +8,29 @@ graph and what it runs with, for the benchmark that times the graph alone.
 - `Deps`: what the graph's nodes are given (`context=`): the helpdesk source and the model.
 - `OfflineDraftModel`: the built-in model used when no endpoint is configured.
 - `Work`: one work item as the graph sees it; `Work(...).start()` is the input of a new round.
+
+And what `desk eval` drafts with, exactly as the graph's `draft` node does: `write(deps, ticket,
+round, Asked(...))`, the model `make_model(settings)` answers with (`output_for`), the
+`Knowledge` base and its `query` for a round (`Asked().system` is the built-in prompt).
 """
 
 from .graph import Deps, build_graph
+from .knowledge import Knowledge
+from .model import make_model, output_for
 from .offline import OfflineDraftModel
+from .prompt import query
 from .threads import Work
+from .writer import Asked, write
 
-__all__ = ["Deps", "OfflineDraftModel", "Work", "build_graph"]
+__all__ = [
+    "Asked",
+    "Deps",
+    "Knowledge",
+    "OfflineDraftModel",
+    "Work",
+    "build_graph",
+    "make_model",
+    "output_for",
+    "query",
+    "write",
+]

@@ -1,13 +1,16 @@
-"""Where threads are checkpointed: SQLite under var/ by default, PostgreSQL when configured."""
+"""Where threads are checkpointed, and what reviewers sent is remembered (the LangGraph store of
+`memory`): SQLite under var/ by default, PostgreSQL when configured (one pool for both)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 
 from shared.db import private_dir, private_sqlite_file
 
@@ -35,10 +38,14 @@ async def reachable(saver: BaseCheckpointSaver[str]) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class Storage:
+    checkpointer: BaseCheckpointSaver[str]
+    store: BaseStore
+
+
 @contextlib.asynccontextmanager
-async def open_checkpointer(
-    database_url: str | None, var_dir: Path
-) -> AsyncIterator[BaseCheckpointSaver[str]]:
+async def open_storage(database_url: str | None, var_dir: Path) -> AsyncIterator[Storage]:
     url = postgres_url(database_url)
     if url is not None:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -65,15 +72,26 @@ async def open_checkpointer(
         )
         await pool.open(wait=True)
         try:
+            from langgraph.store.postgres.aio import AsyncPostgresStore
+
             postgres = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
             await postgres.setup()  # idempotent
-            yield postgres
+            store = AsyncPostgresStore(pool)  # type: ignore[arg-type]
+            await store.setup()
+            yield Storage(postgres, store)
         finally:
             await pool.close()
         return
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
 
     # threads hold the tickets' text: a private directory, a 0600 file before SQLite opens it
-    path = private_sqlite_file(private_dir(Path(var_dir)) / "drafter-checkpoints.sqlite")
-    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
-        yield saver
+    private = private_dir(Path(var_dir))
+    path = private_sqlite_file(private / "drafter-checkpoints.sqlite")
+    memory = private_sqlite_file(private / "drafter-memory.sqlite")
+    async with (
+        AsyncSqliteSaver.from_conn_string(str(path)) as saver,
+        AsyncSqliteStore.from_conn_string(str(memory)) as lite,
+    ):
+        await lite.setup()
+        yield Storage(saver, lite)

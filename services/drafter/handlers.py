@@ -43,7 +43,7 @@ from shared.ledger import Ledger
 from shared.results import REPLY_WITHDRAWN
 from shared.source.base import Ticket
 
-from . import metrics, threads
+from . import memory, metrics, threads
 from .graph import Deps
 
 log = logging.getLogger(__name__)
@@ -109,15 +109,18 @@ class Drafter:
         metrics.DRAFT_SECONDS.observe(time.monotonic() - started)
 
     async def on_result(self, delivery: Delivery[Envelope]) -> None:
-        """`reply.withdrawn`: the customer wrote again before an approved reply went out."""
+        """`reply.withdrawn`: an approved reply did not go out. It is no example of a sent reply;
+        and if the customer wrote again before it went out, its round is owed an answer."""
         data = delivery.body.data
         if delivery.body.type != REPLY_WITHDRAWN or not isinstance(data, dict):
             return
-        if data.get("reason") != conversation.REASONS["customer_wrote"]:
-            return  # closed, or a person answered: nothing of ours is owed
         thread, withdrawn_round = str(data.get("thread") or ""), str(data.get("round") or "")
         if not thread or not withdrawn_round:
             return
+        if self.graph.store is not None:  # it never went out: no example of what was sent
+            await memory.forget(self.graph.store, thread, withdrawn_round)
+        if data.get("reason") != conversation.REASONS["customer_wrote"]:
+            return  # closed, or a person answered: nothing of ours is owed
         config = self.config(thread)
         async with self.ledger.lease(f"thread:{thread}", ttl=self.lease_ttl, wait=self.lease_wait):
             await self._finish_cut_off(config)

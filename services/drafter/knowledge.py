@@ -25,6 +25,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shared import similarity
+
 log = logging.getLogger(__name__)
 
 PASSAGE_CHARS = 700  # a passage is at most about this long (paragraphs are not cut)
@@ -163,22 +165,10 @@ class Knowledge:
         """The `k` passages that best match `query`, best first (none that share no term)."""
         self.refresh()
         with self._lock:
-            if self._index is None or not self._passages or not query.strip():
+            if self._index is None:
                 return []
-            import bm25s
-
-            tokens = bm25s.tokenize(
-                [query], stopwords="en", stemmer=_stemmer(), show_progress=False
-            )
-            if not tokens.vocab:
-                return []
-            k = min(k, len(self._passages))
-            found, scores = self._index.retrieve(tokens, k=k, show_progress=False, n_threads=1)
-            return [
-                self._passages[int(i)]
-                for i, score in zip(found[0], scores[0], strict=True)
-                if score > 0
-            ]
+            found = similarity.retrieve(self._index, len(self._passages), query, k)
+            return [self._passages[i] for i, _ in found]
 
     def _scan(self) -> bool:
         try:
@@ -216,32 +206,10 @@ class Knowledge:
         if not self._passages:
             self._index = None
             return
-        import bm25s
-
-        corpus = bm25s.tokenize(
-            [p.searchable() for p in self._passages],
-            stopwords="en",
-            stemmer=_stemmer(),
-            show_progress=False,
-        )
-        index = bm25s.BM25()
-        index.index(corpus, show_progress=False)
-        self._index = index
+        self._index = similarity.index([p.searchable() for p in self._passages])
         log.info(
             "knowledge base: %d passages from %d articles in %s",
             len(self._passages),
             len(self._files),
             self.root,
         )
-
-
-_STEMMER: Any = None
-
-
-def _stemmer() -> Any:
-    global _STEMMER
-    if _STEMMER is None:
-        import Stemmer
-
-        _STEMMER = Stemmer.Stemmer("english")
-    return _STEMMER

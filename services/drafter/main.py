@@ -3,46 +3,36 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 
+from shared import guidance
 from shared.inbox import Decision
 from shared.ledger import Ledger
 from shared.service import Service
 from shared.settings import DrafterSettings
 from shared.source.configured import open_configured
 
-from .checkpoints import open_checkpointer, reachable
+from .checkpoints import open_storage, reachable
 from .graph import Deps, build_graph
 from .handlers import Drafter
-from .knowledge import Knowledge
-from .model import make_model, output_for
 from .offline import OfflineDraftModel
 
 log = logging.getLogger(__name__)
 
 
 async def run(settings: DrafterSettings) -> None:
-    model = make_model(settings)
     source = open_configured(settings)
-    deps = Deps(
-        source=source,
-        model=model,
-        output=output_for(model, settings),
-        price_input=settings.llm_price_input,
-        price_output=settings.llm_price_output,
-        max_reply_chars=settings.max_reply_chars,
-        allow_links=settings.allow_links,
-        knowledge=Knowledge(settings.knowledge_dir) if settings.knowledge_dir else None,
-        passages=settings.knowledge_passages,
-    )
+    deps = Deps.configured(settings, source)
+    model = deps.model
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_callback(source.close)
-        checkpointer = await stack.enter_async_context(
-            open_checkpointer(settings.database_url, settings.var_dir)
+        storage = await stack.enter_async_context(
+            open_storage(settings.database_url, settings.var_dir)
         )
-        graph = build_graph().compile(checkpointer=checkpointer)
-        checks = {"database": functools.partial(reachable, checkpointer)}
+        graph = build_graph().compile(checkpointer=storage.checkpointer, store=storage.store)
+        checks = {"database": functools.partial(reachable, storage.checkpointer)}
         svc = await stack.enter_async_context(Service(settings, checks=checks))
         if isinstance(model, OfflineDraftModel):
             log.info("no LLM endpoint configured: drafting with the built-in offline model")
@@ -59,7 +49,7 @@ async def run(settings: DrafterSettings) -> None:
         drafter = Drafter(
             svc.bus,
             graph,
-            deps,
+            dataclasses.replace(deps, guidance=functools.partial(guidance.read, svc.bus.js)),
             ledger,
             lease_ttl=max(5.0, settings.ack_wait),
             lease_wait=settings.llm_timeout * 2 + 30,

@@ -21,8 +21,17 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from .prompt import FEEDBACK_HEADER
 
 _KEYWORDS: list[tuple[str, tuple[str, ...]]] = [
-    ("refund", ("refund", "money back", "reimburse", "退款", "退钱")),
-    ("invoice", ("invoice", "receipt", "vat", "tax id", "发票", "收据")),
+    (
+        "refund",
+        (
+            *("refund", "money back", "reimburse"),
+            *("rückerstattung", "remboursement", "reembolso", "退款", "退钱"),
+        ),
+    ),
+    (
+        "invoice",
+        ("invoice", "receipt", "vat", "tax id", "rechnung", "facture", "factura", "发票", "收据"),
+    ),
     (
         "billing",
         (
@@ -34,6 +43,8 @@ _KEYWORDS: list[tuple[str, tuple[str, ...]]] = [
             "billing",
             "overcharge",
             "subscription fee",
+            "cancel",
+            "débité",
             "扣款",
             "扣费",
         ),

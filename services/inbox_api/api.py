@@ -31,6 +31,7 @@ from shared.settings import InboxApiSettings
 
 from . import store
 from .auth import Reviewers, bearer
+from .guidance import publish_guidance
 from .openapi import document
 from .schemas import DecisionRequest
 from .sessions import Sessions
@@ -161,6 +162,8 @@ async def publish_decision(bus: Bus | None, engine: Engine, decision: Decision) 
         log.warning("decision recorded, publish deferred: %s", exc)
         return False
     await asyncio.to_thread(store.mark_published, engine, decision.thread, decision.version)
+    if decision.type == "response":  # it may have made a standing instruction
+        await publish_guidance(bus, engine)
     return True
 
 
@@ -255,7 +258,13 @@ async def get_stats(request: Request) -> Response:
     who = authorize(request, "viewer")
     if isinstance(who, Response):
         return who
-    result = await asyncio.to_thread(store.stats, _inbox(request).engine)
+    try:
+        days = store.review_days(request.query_params.get("days"))
+    except store.Invalid as exc:
+        return error(422, str(exc))
+    engine = _inbox(request).engine
+    result = await asyncio.to_thread(store.stats, engine)
+    result["review"] = await asyncio.to_thread(store.review, engine, days)
     bus = _bus(request)
     result["dead_letters"] = await deadletters.count(bus.js) if bus and bus.connected else None
     return JSONResponse(result)
@@ -303,6 +312,80 @@ async def get_review_log(request: Request) -> Response:
     return Response(body, media_type="application/x-ndjson")
 
 
+async def list_instructions(request: Request) -> Response:
+    who = authorize(request, "viewer")
+    if isinstance(who, Response):
+        return who
+    removed = request.query_params.get("removed") in ("1", "true", "yes")
+    rows = await asyncio.to_thread(store.list_instructions, _inbox(request).engine, removed=removed)
+    return JSONResponse({"instructions": rows})
+
+
+async def _json_object(request: Request) -> dict[str, Any] | Response:
+    try:
+        body = json.loads(await request.body() or b"{}")
+    except ValueError:
+        return error(400, "the body is not JSON")
+    if not isinstance(body, dict):
+        return error(422, "body: an object is expected")
+    return body
+
+
+async def post_instruction(request: Request) -> Response:
+    """A reviewer writes a standing instruction for a category."""
+    who = authorize(request, "reviewer")
+    if isinstance(who, Response):
+        return who
+    body = await _json_object(request)
+    if isinstance(body, Response):
+        return body
+    engine = _inbox(request).engine
+    try:
+        row = await asyncio.to_thread(
+            store.write_instruction, engine, body.get("category"), body.get("text"), who.name
+        )
+    except store.Invalid as exc:
+        return error(422, str(exc))
+    log.info("standing instruction %s written by %s", row["id"], who.name)
+    await publish_guidance(_bus(request), engine)
+    return JSONResponse(row, status_code=201)
+
+
+async def change_instruction(request: Request) -> Response:
+    """PATCH edits an instruction's text; DELETE removes it (kept as removed)."""
+    who = authorize(request, "reviewer")
+    if isinstance(who, Response):
+        return who
+    try:
+        instruction_id = int(request.path_params["id"])
+    except ValueError:
+        return error(404, "no such standing instruction")
+    text = None
+    if request.method == "PATCH":
+        body = await _json_object(request)
+        if isinstance(body, Response):
+            return body
+        text = body.get("text")
+    engine = _inbox(request).engine
+    try:
+        row = await asyncio.to_thread(
+            store.change_instruction,
+            engine,
+            instruction_id,
+            who.name,
+            text=text,
+            remove=request.method == "DELETE",
+        )
+    except store.NotFound:
+        return error(404, "no such standing instruction")
+    except store.Invalid as exc:
+        return error(422, str(exc))
+    verb = "removed" if request.method == "DELETE" else "edited"
+    log.info("standing instruction %s %s by %s", instruction_id, verb, who.name)
+    await publish_guidance(_bus(request), engine)
+    return JSONResponse(row)
+
+
 async def openapi(request: Request) -> Response:
     return JSONResponse(document())
 
@@ -316,4 +399,7 @@ routes = [
     Route("/api/deadletters", list_dead_letters, methods=["GET"]),
     Route("/api/deadletters/{id}/replay", replay_dead_letter, methods=["POST"]),
     Route("/api/review-log", get_review_log, methods=["GET"]),
+    Route("/api/instructions", list_instructions, methods=["GET"]),
+    Route("/api/instructions", post_instruction, methods=["POST"]),
+    Route("/api/instructions/{id}", change_instruction, methods=["PATCH", "DELETE"]),
 ]

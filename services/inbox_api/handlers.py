@@ -27,6 +27,7 @@ from shared.results import (
 
 from . import store
 from .api import publish_decision
+from .guidance import publish_guidance
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,8 @@ class ResultProjection:
 
 
 async def relay(bus: Bus, engine: Engine) -> None:
-    """Publish decisions recorded while the broker was away (or before a crash): the inbox's
-    periodic work."""
+    """Publish decisions recorded while the broker was away (or before a crash), and the
+    standing instructions if the drafter's copy is behind: the inbox's periodic work."""
     for decision in await asyncio.to_thread(store.unpublished, engine, 0):
         await publish_decision(bus, engine, decision)
+    await publish_guidance(bus, engine)

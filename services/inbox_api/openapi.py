@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, get_args
+
+from shared.inbox import CATEGORIES, DecisionType
 
 from .schemas import DecisionRequest
-from .store import PRIORITIES, STATUSES
+from .store import MAX_REVIEW_DAYS, PRIORITIES, REVIEW_DAYS, STATUSES
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
@@ -45,6 +47,110 @@ def _path_id(description: str, kind: str = "string") -> dict[str, Any]:
     }
 
 
+def _instruction() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": "a standing instruction every draft of its category is given",
+        "required": ["id", "category", "text", "status", "origin", "evidence", "tickets"],
+        "properties": {
+            "id": {"type": "integer"},
+            "category": {"type": "string"},
+            "text": {"type": "string"},
+            "status": {"enum": ["active", "removed"]},
+            "origin": {
+                "enum": ["learned", "written"],
+                "description": "learned from feedback that recurred across tickets, or "
+                "written by a reviewer",
+            },
+            "evidence": {
+                "type": "array",
+                "description": "the feedback it was learned from, oldest first",
+                "items": {"type": "object"},
+            },
+            "tickets": {"type": "array", "items": {"type": "string"}},
+            "created_at": {"type": "string", "format": "date-time"},
+            "updated_at": {"type": "string", "format": "date-time"},
+            "updated_by": {"type": ["string", "null"]},
+        },
+    }
+
+
+def _review() -> dict[str, Any]:
+    figures = {"$ref": "#/components/schemas/ReviewFigures"}
+    return {
+        "type": "object",
+        "description": "what reviewers did with the drafts in the last `days` x 24 hours",
+        "required": ["days", "since", "until", "overall", "by_category", "by_day"],
+        "properties": {
+            "days": {"type": "integer"},
+            "since": {"type": "string", "format": "date-time"},
+            "until": {"type": "string", "format": "date-time"},
+            "overall": figures,
+            "by_category": {"type": "object", "additionalProperties": figures},
+            "by_day": {
+                "type": "array",
+                "description": "every UTC date the window touches, oldest first",
+                "items": {
+                    "allOf": [
+                        figures,
+                        {
+                            "type": "object",
+                            "required": ["date"],
+                            "properties": {"date": {"type": "string", "format": "date"}},
+                        },
+                    ]
+                },
+            },
+        },
+    }
+
+
+def _review_figures() -> dict[str, Any]:
+    kinds = get_args(DecisionType)
+    share = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
+    seconds = {"type": ["number", "null"]}
+    return {
+        "type": "object",
+        "required": [
+            "decisions",
+            *kinds,
+            "rates",
+            "unedited_share",
+            "edit_ratio",
+            "changed_chars",
+            "edits_measured",
+            "time_to_decision_seconds",
+        ],
+        "properties": {
+            "decisions": {"type": "integer", "minimum": 0},
+            **{kind: {"type": "integer", "minimum": 0} for kind in kinds},
+            "rates": {
+                "type": "object",
+                "description": "each kind's share of the decisions",
+                "properties": {kind: share for kind in kinds},
+            },
+            "unedited_share": {
+                **share,
+                "description": "accepts / (accepts + edits) on reply drafts",
+            },
+            "edit_ratio": {
+                **share,
+                "description": "mean 1 - difflib ratio between draft and sent text, by character",
+            },
+            "changed_chars": {
+                "type": ["number", "null"],
+                "description": "mean characters removed from the draft plus characters added",
+            },
+            "edits_measured": {"type": "integer", "minimum": 0},
+            "time_to_decision_seconds": {
+                "type": "object",
+                "description": "from the item version's creation to its decision",
+                "properties": {"median": seconds, "p90": seconds},
+            },
+        },
+    }
+
+
 @functools.cache
 def document() -> dict[str, Any]:
     decision_schema = DecisionRequest.model_json_schema(ref_template="#/components/schemas/{model}")
@@ -80,6 +186,17 @@ def document() -> dict[str, Any]:
                 "type": ["string", "null"],
                 "description": "the W3C trace the item belongs to: `desk trace <trace_id>` "
                 "prints its path from the webhook to the result",
+            },
+            "instructions": {
+                "type": "array",
+                "description": "the standing instructions of its category the draft was given",
+                "items": {"type": "string"},
+            },
+            "examples": {
+                "type": "array",
+                "description": "the past rounds (<ticket>/<round>) whose sent replies the draft "
+                "was shown as examples",
+                "items": {"type": "string"},
             },
             "citations": {
                 "type": "array",
@@ -143,6 +260,9 @@ def document() -> dict[str, Any]:
                     "properties": {"error": {"type": "string"}},
                 },
                 "Item": item,
+                "Review": _review(),
+                "Instruction": _instruction(),
+                "ReviewFigures": _review_figures(),
                 "DecisionRequest": decision_schema,
                 **defs,
             },
@@ -202,10 +322,38 @@ def document() -> dict[str, Any]:
             },
             "/api/stats": {
                 "get": {
-                    "summary": "Counts, oldest waiting item, decision mix, dead letters",
+                    "summary": "Counts, oldest waiting item, decision mix, dead letters, and "
+                    "the review analytics of the last `days`",
+                    "parameters": [
+                        {
+                            "name": "days",
+                            "in": "query",
+                            "description": "the review analytics' window: the last N x 24 h",
+                            "schema": {
+                                "type": "integer",
+                                "minimum": 1,
+                                "maximum": MAX_REVIEW_DAYS,
+                                "default": REVIEW_DAYS,
+                            },
+                        }
+                    ],
                     "responses": {
-                        "200": _answer("statistics", {"type": "object"}),
-                        **_errors(401, 503),
+                        "200": _answer(
+                            "statistics",
+                            {
+                                "type": "object",
+                                "required": ["by_status", "by_category", "review"],
+                                "properties": {
+                                    "by_status": {"type": "object"},
+                                    "by_category": {"type": "object"},
+                                    "oldest_waiting": {"type": ["object", "null"]},
+                                    "decision_mix": {"type": "object"},
+                                    "dead_letters": {"type": ["integer", "null"]},
+                                    "review": {"$ref": "#/components/schemas/Review"},
+                                },
+                            },
+                        ),
+                        **_errors(401, 422, 503),
                     },
                 }
             },
@@ -227,6 +375,82 @@ def document() -> dict[str, Any]:
                         **_errors(401, 403, 404, 503),
                     },
                 }
+            },
+            "/api/instructions": {
+                "get": {
+                    "summary": "The standing instructions (with removed=1, removed ones too)",
+                    "parameters": [
+                        {"name": "removed", "in": "query", "schema": {"enum": ["0", "1"]}}
+                    ],
+                    "responses": {
+                        "200": _answer(
+                            "the instructions, by category",
+                            {
+                                "type": "object",
+                                "required": ["instructions"],
+                                "properties": {
+                                    "instructions": {
+                                        "type": "array",
+                                        "items": {"$ref": "#/components/schemas/Instruction"},
+                                    }
+                                },
+                            },
+                        ),
+                        **_errors(401, 503),
+                    },
+                },
+                "post": {
+                    "summary": "Write a standing instruction for a category",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["category", "text"],
+                                    "properties": {
+                                        "category": {"enum": list(CATEGORIES)},
+                                        "text": {"type": "string", "maxLength": 500},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "201": _answer("written", {"$ref": "#/components/schemas/Instruction"}),
+                        **_errors(400, 401, 403, 422, 503),
+                    },
+                },
+            },
+            "/api/instructions/{id}": {
+                "patch": {
+                    "summary": "Edit an active instruction's text",
+                    "parameters": [_path_id("instruction id", "integer")],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["text"],
+                                    "properties": {"text": {"type": "string", "maxLength": 500}},
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": _answer("edited", {"$ref": "#/components/schemas/Instruction"}),
+                        **_errors(400, 401, 403, 404, 422, 503),
+                    },
+                },
+                "delete": {
+                    "summary": "Remove an instruction (kept as removed: not learned again)",
+                    "parameters": [_path_id("instruction id", "integer")],
+                    "responses": {
+                        "200": _answer("removed", {"$ref": "#/components/schemas/Instruction"}),
+                        **_errors(401, 403, 404, 503),
+                    },
+                },
             },
             "/api/review-log": {
                 "get": {

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import math
 from collections import Counter
 from typing import Any
 
@@ -26,11 +27,14 @@ log = logging.getLogger(__name__)
 SOURCE = "/desk/reconciler"
 
 
-async def inbox_figures(url: str, token: str, start: dt.datetime) -> dict[str, Any]:
-    """Stats and the cost of drafts created since `start`, from the inbox API."""
+async def inbox_figures(url: str, token: str, start: dt.datetime, days: int = 1) -> dict[str, Any]:
+    """Stats (their review analytics over the last `days` x 24 h) and the cost of drafts
+    created since `start`, from the inbox API. An inbox older than the analytics ignores
+    `days` and has no `review`."""
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=10) as client:
-        stats = (await client.get("/api/stats")).raise_for_status().json()
+        answer = await client.get("/api/stats", params={"days": days})
+        stats = answer.raise_for_status().json()
         cost, drafts, cursor = 0.0, 0, None
         while True:
             params: dict[str, Any] = {"sort": "newest", "limit": 200}
@@ -53,6 +57,50 @@ async def inbox_figures(url: str, token: str, start: dt.datetime) -> dict[str, A
 def _age(seconds: int) -> str:
     hours, rest = divmod(seconds, 3600)
     return f"{hours} h {rest // 60} min" if hours else f"{rest // 60} min"
+
+
+def _percent(share: Any) -> str | None:
+    return f"{round(share * 100)} %" if isinstance(share, int | float) else None
+
+
+def _wait(figures: dict[str, Any]) -> str | None:
+    median = (figures.get("time_to_decision_seconds") or {}).get("median")
+    if not isinstance(median, int | float):
+        return None
+    return f"{round(median)} s" if median < 60 else _age(int(median))
+
+
+def review_lines(review: Any) -> list[str]:
+    """The review analytics in two lines: the window's decisions, the share sent unedited and
+    the median time to decision, then the same per category. No line from an inbox without them
+    (older than the analytics, or a malformed answer)."""
+    if not isinstance(review, dict) or not isinstance(review.get("overall"), dict):
+        return []
+    days = review.get("days")
+    window = "last 24 h" if days == 1 else f"last {days} days"
+    overall = review["overall"]
+    if not overall.get("decisions"):
+        return [f"Review, {window}: no decisions"]
+    kinds = ", ".join(f"{k} {overall.get(k, 0)}" for k in ("accept", "edit", "response", "ignore"))
+    parts = [f"{overall['decisions']} decisions ({kinds})"]
+    if (unedited := _percent(overall.get("unedited_share"))) is not None:
+        parts.append(f"sent unedited {unedited}")
+    if (wait := _wait(overall)) is not None:
+        parts.append(f"median time to decision {wait}")
+    lines = [f"Review, {window}: " + "; ".join(parts)]
+    categories = []
+    for name, figures in sorted((review.get("by_category") or {}).items()):
+        if not isinstance(figures, dict) or not figures.get("decisions"):
+            continue
+        said = [f"{figures['decisions']}"]
+        if (unedited := _percent(figures.get("unedited_share"))) is not None:
+            said.append(f"unedited {unedited}")
+        if (wait := _wait(figures)) is not None:
+            said.append(f"median {wait}")
+        categories.append(f"{name} " + ", ".join(said))
+    if categories:
+        lines.append("  by category: " + "; ".join(categories))
+    return lines
 
 
 async def build(
@@ -82,7 +130,8 @@ async def build(
     }
     if inbox_url and token:
         try:
-            report["inbox"] = await inbox_figures(inbox_url, token, start)
+            days = max(1, math.ceil(hours / 24))
+            report["inbox"] = await inbox_figures(inbox_url, token, start, days)
         except httpx.HTTPStatusError as exc:  # e.g. 401: DESK_REPORT_TOKEN is not a token
             report["inbox"] = {"unavailable": f"HTTP {exc.response.status_code}"}
         except (httpx.HTTPError, ValueError, KeyError) as exc:
@@ -121,6 +170,7 @@ def render(report: dict[str, Any]) -> str:
                     for cat, kinds in sorted(mix.items())
                 )
             )
+        lines.extend(review_lines(stats.get("review")))
         lines.append(f"Cost of drafts: ${inbox['cost_usd']:.4f} ({inbox['drafts']} drafts)")
     elif inbox:
         lines.append(f"Inbox: unavailable ({inbox.get('unavailable')})")

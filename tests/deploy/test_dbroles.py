@@ -92,7 +92,7 @@ def create_service_tables(
     db: Database, tmp_path: Path, services: tuple[str, ...] = ("inbox_api", "sender", "drafter")
 ) -> None:
     """Each service creates its tables with its own code, connected as its own role."""
-    from services.drafter.checkpoints import open_checkpointer
+    from services.drafter.checkpoints import open_storage
     from services.inbox_api import store as inbox_store
     from services.sender import notifications as sender_notifications
     from services.sender import store as sender_store
@@ -111,7 +111,7 @@ def create_service_tables(
             engine.dispose()
 
     async def drafter() -> None:
-        async with open_checkpointer(db.url(db.role("drafter").name), tmp_path):
+        async with open_storage(db.url(db.role("drafter").name), tmp_path):
             pass
 
     if "drafter" in services:

@@ -89,6 +89,8 @@ def draft_item() -> InboxItem:
         ticket_status="open",
         priority="urgent",
         citations=[REFUND_CITATION],
+        instructions=["Say refunds take 5 business days."],
+        examples=["T1001/T1001-m1"],
     )
 
 
@@ -230,6 +232,11 @@ async def test_show_prints_the_customer_the_ticket_and_the_conversation_before_t
         "  refunds: Refunds and how long they take · How long a refund takes  "
         "https://help.example.com/refunds",
         "    Once we confirm a refund it is processed within 5 business days.",
+    ]
+    learned = lines.index("standing instructions for billing it was given:")
+    assert lines[learned + 1 : learned + 3] == [
+        "  - Say refunds take 5 business days.",
+        "replies reviewers sent that it was shown: T1001/T1001-m1",
     ]
 
 

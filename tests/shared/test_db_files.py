@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from services.drafter.checkpoints import open_checkpointer
+from services.drafter.checkpoints import open_storage
 from shared.db import PrivatePathError, database_url, make_engine, private_dir
 from shared.source.sql import SqlSource
 
@@ -91,17 +91,19 @@ async def test_the_drafters_checkpoints_are_private(tmp_path: Path) -> None:
     os.chmod(old, 0o644)  # from an older install
     os.chmod(var, 0o755)
 
-    async with open_checkpointer(None, var) as saver:
+    async with open_storage(None, var) as storage:
+        saver = storage.checkpointer
         assert await saver.aget_tuple({"configurable": {"thread_id": "t1"}}) is None  # tables
         assert mode(var) == 0o700
         assert mode(old) == 0o600
         assert [mode(p) for p in companions(old)] == [0o600, 0o600]
 
     fresh = tmp_path / "fresh"
-    async with open_checkpointer(None, fresh) as saver:
-        await saver.aget_tuple({"configurable": {"thread_id": "t1"}})
+    async with open_storage(None, fresh) as storage:
+        await storage.checkpointer.aget_tuple({"configurable": {"thread_id": "t1"}})
         assert mode(fresh) == 0o700
         assert mode(fresh / "drafter-checkpoints.sqlite") == 0o600
+        assert mode(fresh / "drafter-memory.sqlite") == 0o600  # what reviewers sent
 
 
 def test_the_demo_helpdesk_is_private(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from langgraph.types import interrupt
 from shared import conversation
 from shared.errors import PermanentError
 from shared.inbox import (
+    CATEGORIES,
     DRAFT_CONFIG,
     NOTIFY_CONFIG,
     NOTIFY_SUPERVISOR,
@@ -26,7 +27,7 @@ from shared.inbox import (
 )
 from shared.source.base import Customer, Ticket
 
-from .. import checks, model, prompt
+from .. import checks, memory, prompt, writer
 from ..knowledge import Passage
 from .state import Deps, State
 
@@ -87,38 +88,18 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
     deps = runtime.context
     ticket = state["ticket"]
     feedback = state.get("feedback", [])
-    problems: list[str] = []
-    warnings: list[str] = []
-    tokens_in = tokens_out = 0
-    answer = None
     passages = await _passages(deps, ticket, _round(state))
-    for attempt in (1, 2):  # a draft that fails the checks is redrafted once
-        asked = prompt.messages(ticket, feedback, problems, _round(state), passages)
-        answer = await model.ask(deps.model, asked, deps.output)
-        tokens_in += answer.input_tokens
-        tokens_out += answer.output_tokens
-        if answer.draft is None:
-            problems = [answer.problem or "no draft"]
-        else:
-            problems = checks.draft_problems(
-                answer.draft.summary,
-                answer.draft.reply,
-                max_reply_chars=deps.max_reply_chars,
-                allow_links=deps.allow_links,
-                sources=answer.draft.sources,
-                given={p.article for p in passages},
-            )
-        if not problems:
-            break
-        if attempt == 2:
-            warnings = problems
-    assert answer is not None
-    if answer.draft is None:
-        raise PermanentError(f"the model gave no usable draft twice: {problems[0]}")
-    usd = (tokens_in * deps.price_input + tokens_out * deps.price_output) / 1_000_000
-    usage = {"input_tokens": tokens_in, "output_tokens": tokens_out, "usd": round(usd, 6)}
+    examples = await _examples(state, runtime, passages)
+    instructions = (await deps.guidance()).by_category() if deps.guidance else {}
+    asked = writer.Asked(feedback, passages, examples, instructions)
+    written = await writer.write(deps, ticket, _round(state), asked)
+    if written.draft is None:
+        raise PermanentError(f"the model gave no usable draft twice: {written.problems[0]}")
+    warnings = written.problems
+    tokens_in, tokens_out = written.input_tokens, written.output_tokens
+    usage = {"input_tokens": tokens_in, "output_tokens": tokens_out, "usd": written.usd}
     version = state.get("version", 0) + 1
-    d = answer.draft
+    d = written.draft
     item = InboxItem(
         action_request=ActionRequest(
             action=SEND_REPLY,
@@ -142,6 +123,8 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
         warnings=warnings,
         feedback=feedback,
         citations=_citations(passages, d.sources),
+        instructions=instructions.get(d.category, []),
+        examples=[e.ref for e in examples],
         **_conversation_fields(state),
     )
     return {
@@ -162,6 +145,25 @@ async def _passages(deps: Deps, ticket: dict[str, Any], round_: dict[str, Any]) 
         return []
     return await asyncio.to_thread(
         deps.knowledge.search, prompt.query(ticket, round_), deps.passages
+    )
+
+
+async def _examples(
+    state: State, runtime: Runtime[Deps], passages: list[Passage]
+) -> list[memory.Example]:
+    """The sent replies of the past rounds most like this one, of the category it is likely in:
+    the one its last draft chose (a redraft), or that of the knowledge it was given."""
+    if runtime.store is None or runtime.context.examples <= 0:
+        return []
+    category = (state.get("draft") or {}).get("category") or next(
+        (p.category for p in passages if p.category in CATEGORIES), None
+    )
+    return await memory.similar(
+        runtime.store,
+        prompt.query(state["ticket"], _round(state)),
+        category,
+        runtime.context.examples,
+        besides=memory.key(state["thread"], state.get("round") or ""),
     )
 
 
@@ -227,7 +229,7 @@ async def review(state: State) -> dict[str, Any]:
     return update
 
 
-async def finish(state: State) -> dict[str, Any]:
+async def finish(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
     decision = state.get("decision") or {}
     action = (state.get("item") or {}).get("action_request", {}).get("action")
     outcome = {
@@ -240,19 +242,39 @@ async def finish(state: State) -> dict[str, Any]:
         outcome = "acknowledged"
     # the next round starts after everything this one saw
     update: dict[str, Any] = {"outcome": outcome, "covered": state.get("seen_through")}
+    if action == SEND_REPLY and outcome in ("accepted", "edited") and runtime.store is not None:
+        # what the reviewer approved is an example for the next similar round (idempotent:
+        # one per round); forgotten if the sender withdraws it (Drafter.on_result)
+        item = state.get("item") or {}
+        example = memory.Example(
+            ticket=str(state["ticket"].get("id")),
+            round=state.get("round") or "r1",
+            category=str(item.get("category") or "other"),
+            asked=prompt.query(state["ticket"], _round(state)),
+            reply=_sent_text(state, decision),
+            edited=outcome == "edited",
+            at=str(decision.get("decided_at") or dt.datetime.now(dt.UTC).isoformat()),
+        )
+        await memory.remember(runtime.store, state["thread"], example)
     if state.get("inline_ticket") and outcome in ("accepted", "edited"):
         # a mail conversation lives only here: our approved reply becomes part of it
         update["ticket"] = _replied(state, decision)
     return update
 
 
-def _replied(state: State, decision: dict[str, Any]) -> dict[str, Any]:
-    ticket = dict(state["ticket"])
+def _sent_text(state: State, decision: dict[str, Any]) -> str:
+    """The reply as approved: the reviewer's edit, or the draft."""
     args = (state.get("item") or {}).get("action_request", {}).get("args", {})
     text = str(args.get("reply") or "")
     edited = decision.get("args")
     if decision.get("type") == "edit" and isinstance(edited, dict):
         text = str((edited.get("args") or {}).get("reply") or text)
+    return text
+
+
+def _replied(state: State, decision: dict[str, Any]) -> dict[str, Any]:
+    ticket = dict(state["ticket"])
+    text = _sent_text(state, decision)
     reply = {
         "id": f"desk-{state.get('round') or 'r1'}",
         "author": "agent",

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 
+from shared.guidance import Guidance
+from shared.settings import DrafterSettings
 from shared.source import SourceSystem
 
 from ..knowledge import Knowledge
@@ -55,3 +58,26 @@ class Deps:
     allow_links: bool = False
     knowledge: Knowledge | None = None  # DESK_KNOWLEDGE_DIR: passages each draft is given
     passages: int = 3
+    examples: int = 3  # DESK_EXAMPLES: replies reviewers sent for similar rounds (memory)
+    # the standing instructions the inbox learned (shared.guidance); None: no broker (tests)
+    guidance: Callable[[], Awaitable[Guidance]] | None = None
+
+    @classmethod
+    def configured(cls, settings: DrafterSettings, source: SourceSystem) -> Deps:
+        """What the drafter's settings say: the model (offline without an endpoint), its
+        prices and checks, and the knowledge base."""
+        from ..model import make_model, output_for
+
+        model = make_model(settings)
+        return cls(
+            source=source,
+            model=model,
+            output=output_for(model, settings),
+            price_input=settings.llm_price_input,
+            price_output=settings.llm_price_output,
+            max_reply_chars=settings.max_reply_chars,
+            allow_links=settings.allow_links,
+            knowledge=Knowledge(settings.knowledge_dir) if settings.knowledge_dir else None,
+            passages=settings.knowledge_passages,
+            examples=settings.examples,
+        )

@@ -6,14 +6,18 @@ per item version, enforced by a UNIQUE constraint, so a double click decides onc
 
 One module per concept, every name used elsewhere importable from here (`store.decide`):
 `tables` (the rows and the statuses), `projection` (what the bus says about items),
-`decisions` (the trail and its relay), `documents` (a row as the API gives it out), `listing`
+`decisions` (the trail and its relay), `analytics` (the review figures: rates, unedited share,
+edit distance, time to decision), `documents` (a row as the API gives it out), `listing`
 (the paged list), `queries` (one item in full, the counts, the review log), `sessions` (the
-rows behind web sessions) and `errors`.
+rows behind web sessions), `instructions` (the standing instructions learned from feedback)
+and `errors`.
 """
 
+from .analytics import MAX_REVIEW_DAYS, REVIEW_DAYS, review, review_days
 from .decisions import Reviewer, decide, mark_published, traceparent_of, unpublished
 from .documents import decision_json, detail_json, item_json
 from .errors import Conflict, Invalid, NotFound
+from .instructions import change_instruction, guidance, list_instructions, write_instruction
 from .listing import decode_cursor, encode_cursor, list_items
 from .projection import (
     mark_overdue,
@@ -38,6 +42,7 @@ from .tables import (
     STATUSES,
     TABLES,
     DecisionRow,
+    InstructionRow,
     ItemRow,
     NotificationRow,
     SessionRow,
@@ -46,12 +51,15 @@ from .tables import (
 )
 
 __all__ = [
+    "MAX_REVIEW_DAYS",
     "OPEN_STATUSES",
     "PRIORITIES",
+    "REVIEW_DAYS",
     "STATUSES",
     "TABLES",
     "Conflict",
     "DecisionRow",
+    "InstructionRow",
     "Invalid",
     "ItemRow",
     "NotFound",
@@ -60,6 +68,7 @@ __all__ = [
     "SessionRow",
     "Status",
     "StoredSession",
+    "change_instruction",
     "close_session",
     "create_tables",
     "decide",
@@ -69,7 +78,9 @@ __all__ = [
     "encode_cursor",
     "find_session",
     "get_item",
+    "guidance",
     "item_json",
+    "list_instructions",
     "list_items",
     "mark_overdue",
     "mark_published",
@@ -77,6 +88,8 @@ __all__ = [
     "project",
     "purge_sessions",
     "record_notification",
+    "review",
+    "review_days",
     "review_log",
     "set_flash",
     "set_result",
@@ -86,4 +99,5 @@ __all__ = [
     "unpublished",
     "waiting",
     "withdraw",
+    "write_instruction",
 ]

@@ -16,6 +16,7 @@ from shared.inbox import EDITABLE_ARGS, ActionRequest, Decision, InterruptConfig
 
 from .. import metrics
 from .errors import Conflict, Invalid, NotFound
+from .instructions import learn
 from .tables import DecisionRow, ItemRow, as_utc, now
 
 
@@ -117,6 +118,9 @@ def decide(
                 round=row.round,
             )
         )
+        if feedback:  # feedback that recurs across tickets becomes a standing instruction
+            with session.no_autoflush:  # a racing decision fails at commit: 409, below
+                learn(session, row, feedback, reviewer.name, decided_at)
         row.status = {"ignore": "ignored", "response": "redrafting"}.get(kind, "sending")
         row.decision = kind
         row.updated_at = decided_at

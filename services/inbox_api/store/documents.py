@@ -44,6 +44,8 @@ def item_json(row: ItemRow) -> dict[str, Any]:
         "withdrawn_reason": row.withdrawn_reason,
         "trace_id": _trace_id(row.traceparent),
         "citations": row.citations or [],
+        "instructions": row.instructions or [],
+        "examples": row.examples or [],
     }
 
 

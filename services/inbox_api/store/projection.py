@@ -56,6 +56,8 @@ def project(engine: Engine, item: InboxItem, traceparent: str | None = None) -> 
                 round_messages=list(item.round_messages),
                 traceparent=traceparent,
                 citations=[c.model_dump(mode="json") for c in item.citations],
+                instructions=list(item.instructions),
+                examples=list(item.examples),
             )
         )
         try:

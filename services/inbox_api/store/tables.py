@@ -1,6 +1,6 @@
 """The inbox's tables: items projected from `inbox.item`, the decisions on them (the trail), the
-supervisors notified about their tickets, and the web sessions; and the statuses an item goes
-through."""
+supervisors notified about their tickets, the web sessions and the standing instructions; and
+the statuses an item goes through."""
 
 from __future__ import annotations
 
@@ -83,6 +83,10 @@ class ItemRow(SQLModel, table=True):
     citations: list[dict[str, Any]] | None = Field(
         default=None, sa_column=Column(JSON, nullable=True)
     )  # the knowledge-base passages the draft relies on
+    # what the draft learned from reviewers: its category's standing instructions, and the past
+    # rounds (`<ticket>/<round>`) whose sent replies it was shown
+    instructions: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    examples: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 class DecisionRow(SQLModel, table=True):
@@ -132,11 +136,33 @@ class SessionRow(SQLModel, table=True):
     flash: str | None = None
 
 
+class InstructionRow(SQLModel, table=True):
+    """A standing instruction for a category: learned from feedback that recurred across
+    tickets, or written by a reviewer; edited and removed by reviewers (a removed one is kept,
+    so the same feedback does not bring it back)."""
+
+    __tablename__ = "inbox_instructions"
+
+    id: int | None = Field(default=None, primary_key=True)
+    category: str = Field(index=True)
+    text: str
+    status: str = Field(default="active", index=True)  # active | removed
+    origin: str = "learned"  # learned (from recurring feedback) | written (by a reviewer)
+    # the feedback it was learned from: [{ticket, item_id, reviewer, feedback, at}], oldest first
+    evidence: list[dict[str, Any]] = Field(
+        default_factory=list, sa_column=Column(JSON, nullable=False)
+    )
+    created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+    updated_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+    updated_by: str | None = None  # the reviewer who last edited or removed it
+
+
 TABLES = [
     ItemRow.__table__,  # type: ignore[attr-defined]
     DecisionRow.__table__,  # type: ignore[attr-defined]
     NotificationRow.__table__,  # type: ignore[attr-defined]
     SessionRow.__table__,  # type: ignore[attr-defined]
+    InstructionRow.__table__,  # type: ignore[attr-defined]
 ]
 
 

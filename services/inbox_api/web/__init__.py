@@ -10,16 +10,19 @@ decide. Bad form input gets a 4xx page, never a 500.
 
 One module per concept: `cookies` (what a request carries: the inbox, its perimeter, the
 session), `responses` (pages, their headers, the error page), `forms` (reading and guarding a
-post), `login`, `pages` (the list and an item), `decisions` (the edit preview and the decision)
+post), `login`, `pages` (the list and an item), `decisions` (the edit preview and the decision),
+`instructions` (the standing instructions and their forms), `stats` (the review analytics)
 and `limits` (the body limit in front of every route).
 """
 
 from starlette.routing import BaseRoute, Route
 
 from .decisions import decide, edit_preview
+from .instructions import instruction_form, instructions_page
 from .limits import middleware
 from .login import home, login, login_form, logout
 from .pages import inbox_page, inbox_version, item_page
+from .stats import stats_page
 
 __all__ = ["middleware", "routes"]
 
@@ -33,4 +36,8 @@ routes: list[BaseRoute] = [
     Route("/items/{id}", item_page, methods=["GET"]),
     Route("/items/{id}/edit", edit_preview, methods=["POST"]),
     Route("/items/{id}/decide", decide, methods=["POST"]),
+    Route("/stats", stats_page, methods=["GET"]),
+    Route("/instructions", instructions_page, methods=["GET"]),
+    Route("/instructions", instruction_form, methods=["POST"]),
+    Route("/instructions/{id}", instruction_form, methods=["POST"]),
 ]

@@ -8,10 +8,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from desk.natsserver import NatsServer
+from services.reconciler.report import render
 from shared import subjects
 from shared.bus import Bus
 from shared.consumer import ConsumerRuntime
@@ -74,6 +76,7 @@ async def test_the_report_lists_a_dead_letter_and_the_oldest_waiting_item(
         assert "Oldest waiting: T1012~v1" in done.stdout
         assert "T9999 does not exist" in done.stdout
         assert "Dead letters: 1" in done.stdout
+        assert "Review, last 24 h: no decisions" in done.stdout  # the inbox's analytics, 24 h
         [posted] = fake_channel.requests
         assert json.loads(posted["body"])["text"] == done.stdout.strip()
 
@@ -94,5 +97,62 @@ async def test_the_report_lists_a_dead_letter_and_the_oldest_waiting_item(
         ]
         assert report.type == "report.daily"
         assert report.data["inbox"]["stats"]["oldest_waiting"]["id"] == "T1012~v1"
+        assert report.data["inbox"]["stats"]["review"]["days"] == 1
     finally:
         inbox.stop()
+
+
+def a_report(stats: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "date": "2026-12-01",
+        "period_hours": 24,
+        "events": {},
+        "results": {},
+        "dead_letters": [],
+        "inbox": {"stats": stats, "cost_usd": 0.0, "drafts": 0},
+    }
+
+
+def figures(decisions: int, unedited: float | None, median: float | None, **kinds: int) -> Any:
+    return {
+        "decisions": decisions,
+        **{k: kinds.get(k, 0) for k in ("accept", "edit", "response", "ignore")},
+        "unedited_share": unedited,
+        "time_to_decision_seconds": {"median": median, "p90": median},
+    }
+
+
+def test_the_report_gives_the_day_s_review_figures_and_per_category() -> None:
+    stats = {
+        "by_status": {"waiting": 1},
+        "oldest_waiting": None,
+        "review": {
+            "days": 1,
+            "overall": figures(5, 0.6667, 4500, accept=2, edit=1, response=1, ignore=1),
+            "by_category": {
+                "refund": figures(3, 0.6667, 5400, accept=2, edit=1),
+                "escalation": figures(1, None, 30, ignore=1),
+                "quiet": figures(0, None, None),
+            },
+        },
+    }
+    lines = render(a_report(stats)).splitlines()
+    assert (
+        "Review, last 24 h: 5 decisions (accept 2, edit 1, response 1, ignore 1); "
+        "sent unedited 67 %; median time to decision 1 h 15 min"
+    ) in lines
+    assert (
+        "  by category: escalation 1, median 30 s; refund 3, unedited 67 %, median 1 h 30 min"
+        in lines
+    )
+
+
+def test_the_report_of_an_inbox_without_review_figures_leaves_them_out() -> None:
+    older = render(a_report({"by_status": {"waiting": 1}, "oldest_waiting": None}))
+    assert "Inbox: waiting 1" in older and "Review" not in older
+    odd = render(a_report({"by_status": {}, "review": {"days": 1, "overall": "?"}}))
+    assert "Review" not in odd and "Cost of drafts" in odd
+    quiet = {"days": 7, "overall": figures(0, None, None), "by_category": {}}
+    assert "Review, last 7 days: no decisions" in render(
+        a_report({"by_status": {}, "review": quiet})
+    )

@@ -1,0 +1,71 @@
+"""One draft written: the prompt, the model's answer, the checks, and one redraft when the
+checks fail (the problems named). The graph's `draft` node and `desk eval` both write with it,
+so an evaluation measures exactly what the drafter does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import checks, model, prompt
+from .graph.state import Deps
+from .knowledge import Passage
+from .memory import Example
+
+
+@dataclass(frozen=True)
+class Written:
+    draft: prompt.Draft | None  # None: no usable draft, twice (`problems` says why)
+    problems: list[str]  # what the checks still found after the redraft (warnings)
+    input_tokens: int
+    output_tokens: int
+    usd: float
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the model is given besides the ticket."""
+
+    feedback: list[str] = field(default_factory=list)
+    passages: list[Passage] = field(default_factory=list)
+    examples: list[Example] = field(default_factory=list)
+    instructions: dict[str, list[str]] = field(default_factory=dict)
+    system: str = prompt.SYSTEM
+
+
+async def write(
+    deps: Deps, ticket: dict[str, Any], round_: dict[str, Any], asked: Asked
+) -> Written:
+    problems: list[str] = []
+    tokens_in = tokens_out = 0
+    answer = None
+    for _attempt in (1, 2):  # a draft that fails the checks is redrafted once
+        messages = prompt.messages(
+            ticket,
+            asked.feedback,
+            problems,
+            round_,
+            asked.passages,
+            asked.examples,
+            asked.instructions,
+            system=asked.system,
+        )
+        answer = await model.ask(deps.model, messages, deps.output)
+        tokens_in += answer.input_tokens
+        tokens_out += answer.output_tokens
+        if answer.draft is None:
+            problems = [answer.problem or "no draft"]
+        else:
+            problems = checks.draft_problems(
+                answer.draft.summary,
+                answer.draft.reply,
+                max_reply_chars=deps.max_reply_chars,
+                allow_links=deps.allow_links,
+                sources=answer.draft.sources,
+                given={p.article for p in asked.passages},
+            )
+        if not problems:
+            break
+    assert answer is not None
+    usd = (tokens_in * deps.price_input + tokens_out * deps.price_output) / 1_000_000
+    return Written(answer.draft, problems, tokens_in, tokens_out, round(usd, 6))

@@ -1,0 +1,36 @@
+"""Publishing the standing instructions to the drafter (`shared.guidance`).
+
+The inbox's table is the record; the key-value entry is its copy for the drafter, rewritten
+whole whenever it differs: right after a change, and on every run of the inbox's periodic
+relay, so a change made while the broker was away reaches the drafter once it is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from sqlalchemy.engine import Engine
+
+from shared import guidance
+from shared.bus import Bus
+from shared.errors import TransientError
+
+from . import store
+
+log = logging.getLogger(__name__)
+
+
+async def publish_guidance(bus: Bus | None, engine: Engine) -> bool:
+    """Make the drafter's copy match the table; False when the broker is away (retried)."""
+    if bus is None or not bus.connected:
+        return False
+    wanted = await asyncio.to_thread(store.guidance, engine)
+    try:
+        if await guidance.read(bus.js) != wanted:
+            await guidance.write(bus.js, wanted)
+            log.info("standing instructions published: %d active", len(wanted.instructions))
+    except TransientError as exc:
+        log.warning("standing instructions not published yet: %s", exc)
+        return False
+    return True

@@ -1,0 +1,70 @@
+"""Standing instructions: what reviewers keep asking for in a category, given to every draft.
+
+The inbox owns them (it sees every reviewer's feedback, and reviewers edit or remove them
+there) and publishes the active ones as one value in the `desk_guidance` key-value bucket; the
+drafter reads that value for each draft, and may not write it. The value is rewritten whole
+from the inbox's table after every change, so a lost write is mended by the next one.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import nats.js.errors as js_errors
+from nats.js import JetStreamContext
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .catalog import GUIDANCE
+from .errors import Unavailable
+from .ledger import FAILURES
+
+log = logging.getLogger(__name__)
+
+BUCKET = GUIDANCE
+KEY = "instructions"
+
+
+class Instruction(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    category: str
+    text: str
+
+
+class Guidance(BaseModel):
+    """The active standing instructions, per category."""
+
+    model_config = ConfigDict(frozen=True)
+
+    instructions: list[Instruction] = Field(default_factory=list)
+
+    def by_category(self) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for i in self.instructions:
+            found.setdefault(i.category, []).append(i.text)
+        return found
+
+
+async def read(js: JetStreamContext) -> Guidance:
+    """The active instructions (none yet: an empty Guidance)."""
+    try:
+        kv = await js.key_value(BUCKET)
+        entry = await kv.get(KEY)
+    except (js_errors.KeyNotFoundError, js_errors.BucketNotFoundError):
+        return Guidance()
+    except FAILURES as exc:
+        raise Unavailable("the standing instructions are unavailable") from exc
+    try:
+        return Guidance.model_validate_json(entry.value or b"{}")
+    except ValidationError as exc:  # drafts go on without them; the inbox's next write mends it
+        log.warning("the standing instructions cannot be read: %s", exc.errors()[0]["msg"])
+        return Guidance()
+
+
+async def write(js: JetStreamContext, guidance: Guidance) -> None:
+    try:
+        kv = await js.key_value(BUCKET)
+        await kv.put(KEY, guidance.model_dump_json().encode())
+    except FAILURES as exc:
+        raise Unavailable("the standing instructions cannot be published") from exc

@@ -1,0 +1,172 @@
+"""`desk eval` as a user runs it: the demo set through the built-in model, a set through a real
+OpenAI-compatible HTTP server (FakeLLM) whose answers follow the system prompt it is sent, and
+the errors a bad case file or prompt gets."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from desk.evaluation import DEMO_CASES, Case, load, met
+from desk.helpdesk import DEMO_KNOWLEDGE
+from services.drafter.knowledge import Knowledge
+from standins.llm import FakeLLM, default_responder
+
+DESK = [sys.executable, "-m", "desk"]
+QUOTE = "Quote the policy you were given, word for word."
+CASES = {
+    "version": 3,
+    "name": "two",
+    "cases": [
+        {
+            "id": "refund-slow",
+            "subject": "Refund not here",
+            "customer": "Mia",
+            "messages": [
+                {"from": "customer", "text": "You confirmed my refund. When is the money back?"}
+            ],
+            "category": "refund",
+            "articles": ["refunds"],
+            "must": ["5 business days | five business days"],
+            "must_not": ["re:(\\$|€|£)\\s?\\d"],
+        },
+        {
+            "id": "charged-twice",
+            "subject": "Charged twice",
+            "messages": [
+                {"from": "customer", "text": "I was charged twice this month."},
+                {"from": "agent", "text": "Sorry! On which dates?"},
+                {"from": "customer", "text": "Both on the 3rd, for my subscription."},
+            ],
+            "category": "billing",
+            "articles": ["duplicate-charges"],
+            "must": ["re:pending|authori[sz]ation"],
+        },
+    ],
+}
+
+
+def desk(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DESK_", "LLM_"))}
+    return subprocess.run(
+        [*DESK, "eval", *args],
+        env={**clean, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_demo_set_runs_through_the_built_in_model_and_passes(tmp_path: Path) -> None:
+    cases = load(DEMO_CASES)
+    assert len(cases.cases) >= 40
+    report = tmp_path / "report.json"
+    run = desk("--json", str(report), env={"DESK_VAR_DIR": str(tmp_path / "var")})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stderr == ""
+    assert f"eval demo v{cases.version} · {len(cases.cases)} cases" in run.stdout
+    assert "model offline (built-in) · prompt built-in" in run.stdout
+    assert "passed: yes" in run.stdout
+    data = json.loads(report.read_text())
+    assert data["passed"] is True
+    assert data["overall"]["cases"] == len(cases.cases)
+    assert data["overall"]["retrieval_hit_rate"] >= 0.9
+    assert set(data["by_category"]) >= {"refund", "billing", "invoice", "account"}
+
+
+def test_every_expected_article_exists_and_every_must_is_in_its_articles() -> None:
+    """The demo set checks facts the knowledge base states: a case cannot ask for one it
+    does not (a typo in a case would make every model fail it)."""
+    knowledge = Knowledge(DEMO_KNOWLEDGE)
+    articles = knowledge.articles()
+    text = {a: " ".join(p.text for p in knowledge.passages if p.article == a) for a in articles}
+    for case in load(DEMO_CASES).cases:
+        assert set(case.articles) <= articles, case.id
+        for criterion in case.must if case.articles else []:
+            if not criterion.startswith("re:"):
+                assert any(met(criterion, text[a]) for a in case.articles), (case.id, criterion)
+
+
+def policy_follower(body: dict[str, Any]) -> dict[str, Any]:
+    """An endpoint whose model does what its system prompt says: told to quote the policy, it
+    replies with the passages it was given; otherwise with a polite note."""
+    answer = default_responder(body)
+    system = body["messages"][0]["content"]
+    user = body["messages"][-1]["content"]
+    category = "billing" if "charged twice" in user.lower() else "refund"
+    reply = "Hello, thank you for writing. We are looking into it. The Support Team"
+    if QUOTE in system and "<knowledge>" in user:
+        given = json.loads(user.split("<knowledge>\n", 1)[1].split("\n</knowledge>", 1)[0])
+        reply = "Hello, " + " ".join(p["text"] for p in given) + " The Support Team"
+        answer["sources"] = [given[0]["article"]]
+    else:
+        answer["sources"] = []
+    return {**answer, "category": category, "reply": reply}
+
+
+def test_a_changed_prompt_changes_the_numbers(tmp_path: Path) -> None:
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(yaml.safe_dump(CASES))
+    prompt = tmp_path / "quote.txt"
+    prompt.write_text(QUOTE + "\n")
+    with FakeLLM() as llm:
+        llm.responder = policy_follower
+        env = {
+            "DESK_LLM_BASE_URL": llm.url,
+            "DESK_LLM_API_KEY": "k",
+            "DESK_LLM_PRICE_INPUT": "1",
+            "DESK_LLM_PRICE_OUTPUT": "2",
+            "DESK_VAR_DIR": str(tmp_path / "var"),
+        }
+        common = ["--cases", str(cases), "--knowledge", str(DEMO_KNOWLEDGE), "--json", "-"]
+        before = desk(*common, "--model", "candidate-1", env=env)
+        after = desk(*common, "--prompt", str(prompt), env=env)
+        systems = [r["messages"][0]["content"] for r in llm.requests]
+        models = [r["model"] for r in llm.requests]
+    assert before.returncode == 1, before.stderr  # criteria missed: the run does not pass
+    assert after.returncode == 0, after.stderr
+    old, new = json.loads(before.stdout), json.loads(after.stdout)
+    assert (old["model"], new["prompt"]) == ("candidate-1", "quote.txt")
+    assert "candidate-1" in models
+    assert QUOTE in systems and any(QUOTE not in s for s in systems)
+    assert old["overall"]["criteria_met"] < new["overall"]["criteria_met"] == 1.0
+    assert old["overall"]["category_accuracy"] == new["overall"]["category_accuracy"] == 1.0
+    assert new["overall"]["retrieval_hit_rate"] == 1.0
+    assert new["overall"]["input_tokens"] > 0 and new["overall"]["usd"] > 0
+    [missed] = [c for c in old["cases"] if c["id"] == "refund-slow"]
+    assert missed["missing"] == ["5 business days | five business days"]
+
+
+def test_a_bad_case_file_or_prompt_gets_one_line_and_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({**CASES, "cases": [{**CASES["cases"][0], "category": "x"}]}))
+    run = desk("--cases", str(bad), env={"DESK_VAR_DIR": str(tmp_path)})
+    assert run.returncode == 2
+    assert "cases.0.category" in run.stderr and "Traceback" not in run.stderr
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(yaml.safe_dump({**CASES, "cases": [CASES["cases"][0]] * 2}))
+    run = desk("--cases", str(twice), env={"DESK_VAR_DIR": str(tmp_path)})
+    assert (run.returncode, run.stderr.strip()) == (
+        2,
+        f"desk eval: {twice}: two cases have the id 'refund-slow'",
+    )
+    run = desk("--prompt", str(tmp_path / "missing.txt"), env={"DESK_VAR_DIR": str(tmp_path)})
+    assert run.returncode == 2 and "cannot read the prompt" in run.stderr
+    run = desk("--cases", str(tmp_path / "nope.yaml"), env={"DESK_VAR_DIR": str(tmp_path)})
+    assert run.returncode == 2 and "cannot read" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_the_round_is_what_the_customer_wrote_after_the_last_agent_message() -> None:
+    case = Case.model_validate(CASES["cases"][1])
+    ticket, round_ = case.ticket()
+    assert round_["messages"] == ["charged-twice-m3"]
+    assert [m["author"] for m in ticket["messages"]] == ["customer", "agent", "customer"]
+    assert met("re:pending|authori[sz]ation", "It is an Authorisation hold")
+    assert met("5 business days | five business days", "within five  business days.")
+    assert not met("5 business days", "within 5 days")

@@ -1,0 +1,104 @@
+"""The drafter learns from reviewers: a reply they sent (an edited one especially) is shown as
+an example to the next similar round of its category, and one the sender withdrew is not; the
+standing instructions the inbox publishes reach every draft. A real drafter process, a real
+nats-server, FakeLLM."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from desk.helpdesk import DEMO_KNOWLEDGE
+from shared import guidance, ids, subjects
+from shared.bus import Bus
+from shared.envelope import Envelope
+from shared.guidance import Guidance, Instruction
+from shared.inbox import InboxItem
+from standins.llm import FakeLLM, default_responder
+from tests.helpers import eventually
+
+from .conftest import Harness, decide, items, send_event, settled
+
+EDITED = (
+    "Hi, thank you for spotting this. The second charge was a pending authorisation from a "
+    "retried payment; it drops off your statement within 3 to 5 business days. The Support Team"
+)
+
+
+def billing(body: dict[str, Any]) -> dict[str, Any]:
+    return {**default_responder(body), "category": "billing"}
+
+
+def quoted(request: dict[str, Any], tag: str) -> Any:
+    text = request["messages"][-1]["content"]
+    if f"<{tag}>" not in text:
+        return None
+    return json.loads(text.split(f"<{tag}>\n", 1)[1].split(f"\n</{tag}>", 1)[0])
+
+
+async def count(bus: Bus, n: int) -> bool:
+    return len(await items(bus)) >= n
+
+
+async def publish_withdrawn(bus: Bus, item: InboxItem, reason: str) -> None:
+    key = ids.outbox(item.thread, item.round, "send_reply")
+    envelope = Envelope(
+        id=f"reply.withdrawn:{key}",
+        source="/desk/sender",
+        type="reply.withdrawn",
+        data={"outbox_key": key, "thread": item.thread, "round": item.round, "reason": reason},
+    )
+    await bus.publish(subjects.result("reply.withdrawn"), envelope.to_bytes(), msg_id=envelope.id)
+
+
+async def test_an_edited_reply_becomes_the_example_for_the_next_similar_ticket(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    fake_llm.responder = billing
+    harness.start(DESK_KNOWLEDGE_DIR=str(DEMO_KNOWLEDGE))
+    await send_event(bus, "T1012", "evt_1")  # "Charged twice for my subscription"
+    await eventually(lambda: count(bus, 1), timeout=20, message="T1012's draft")
+    [first] = await items(bus)
+    assert quoted(fake_llm.requests[0], "examples") is None  # nothing learned yet
+    assert first.examples == []
+    edited = {"action": "send_reply", "args": {**first.action_request.args, "reply": EDITED}}
+    await decide(bus, first, "edit", edited)
+    await eventually(lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="edit")
+
+    await send_event(bus, "T1022", "evt_2")  # "Double charge on my credit card"
+    await eventually(lambda: count(bus, 2), timeout=20, message="T1022's draft")
+    second = (await items(bus))[1]
+    [example] = quoted(fake_llm.requests[1], "examples")
+    assert example["team sent"] == EDITED  # what the reviewer sent, not what was drafted
+    assert example["category"] == "billing"
+    assert "Charged twice" in example["customer wrote"]
+    assert second.examples == [f"T1012/{first.round}"]
+
+    # the edited reply never went out (the ticket closed first): it is no example any more
+    await publish_withdrawn(bus, first, "the ticket was closed")
+    await eventually(lambda: settled(bus, subjects.RESULTS, "drafter-results"), message="result")
+    await decide(bus, second, "response", "Shorter, please.")
+    await eventually(lambda: count(bus, 3), timeout=20, message="T1022's redraft")
+    assert quoted(fake_llm.requests[2], "examples") is None
+    assert (await items(bus))[2].examples == []
+
+
+async def test_the_standing_instructions_reach_the_draft_and_its_item(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    fake_llm.responder = billing
+    standing = Guidance(
+        instructions=[
+            Instruction(id=1, category="billing", text="Always say when the money is back."),
+            Instruction(id=2, category="refund", text="Mention the 5-day processing time."),
+        ]
+    )
+    await guidance.write(bus.js, standing)
+    harness.start()
+    await send_event(bus, "T1012", "evt_1")
+    await eventually(lambda: count(bus, 1), timeout=20, message="the draft")
+    [item] = await items(bus)
+    asked = fake_llm.requests[0]["messages"][-1]["content"]
+    assert "- billing: Always say when the money is back." in asked
+    assert "- refund: Mention the 5-day processing time." in asked
+    assert item.instructions == ["Always say when the money is back."]  # its category's
