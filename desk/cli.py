@@ -17,6 +17,7 @@ desk reconcile [--stale]         backfill events the system never got (and remin
 desk report                      print and publish the daily report
 desk demo                        the demo scenario on a fresh stack, step by step
 desk eval [--model M] [--prompt F] measure the drafts on the eval set (or --from-review-log)
+desk shadow --since 24h [...]    replay real events through a candidate; sends nothing
 desk <service>                   run one service: ingress, router, drafter, inbox_api,
                                  sender, reconciler (what each Kubernetes Deployment runs)
 desk ingress imap                poll a mailbox into email.received events
@@ -46,7 +47,7 @@ from shared.settings import (
     first_error,
 )
 
-from . import dbroles, demo, dlq, evaluation, inbox, reconcile, results, trace
+from . import dbroles, demo, dlq, evaluation, inbox, reconcile, results, shadow, trace
 
 ALIASES = {name.replace("_", "-"): name for name in SERVICE_SETTINGS}
 
@@ -86,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     reconcile.add_arguments(sub)
     demo.add_arguments(sub)
     evaluation.add_arguments(sub)
+    shadow.add_arguments(sub)
     helpdesk = sub.add_parser("helpdesk", help="the demo helpdesk (source system)")
     helpdesk_sub = helpdesk.add_subparsers(dest="helpdesk_command", required=True)
     create = helpdesk_sub.add_parser("create", help="add a ticket without sending a webhook")
@@ -448,6 +450,8 @@ def _main(argv: list[str] | None = None) -> int:
         return demo.main(args)
     if command == "eval":
         return evaluation.main(args)
+    if command == "shadow":
+        return shadow.main(args)
     if command in ("reconcile", "report"):
         return reconcile.main(args)
     if command == "results":

@@ -222,7 +222,7 @@ async def evaluate(case: Case, deps: Any, system: str) -> Outcome:
     outcome.criteria = len(case.must) + len(case.must_not)
     outcome.criteria_met = outcome.criteria - len(outcome.missing) - len(outcome.said)
     if case.reference:
-        outcome.similarity = round(similarity.overlap(written.draft.reply, case.reference), 3)
+        outcome.similarity = similarity.likeness(written.draft.reply, case.reference)
     return outcome
 
 
@@ -329,13 +329,41 @@ def render(report: Report) -> str:
     return "\n".join(lines)
 
 
-async def run(cases: CaseFile, settings: DrafterSettings, system: str, prompt_name: str) -> Report:
+def configured(settings: DrafterSettings) -> tuple[Any, str]:
+    """What a candidate drafts with (no helpdesk: every case carries its conversation), and
+    the model's name."""
     from services.drafter import Deps, OfflineDraftModel
 
-    # an evaluation reads no helpdesk: every case carries its conversation
     deps = Deps.configured(settings, source=None)  # type: ignore[arg-type]
-    model = deps.model
-    name = "offline (built-in)" if isinstance(model, OfflineDraftModel) else settings.llm_model
+    offline = isinstance(deps.model, OfflineDraftModel)
+    return deps, "offline (built-in)" if offline else settings.llm_model
+
+
+def candidate(model: str | None, knowledge: Path | None) -> DrafterSettings:
+    """The drafter's settings with a candidate model and knowledge base; the demo's articles
+    when none is configured and no helpdesk is (what `desk up` gives the demo's drafter)."""
+    from .helpdesk import DEMO_KNOWLEDGE
+
+    try:
+        settings = DrafterSettings()
+    except ValidationError as exc:
+        raise EvalError(first_error(exc, "settings")) from None
+    except ConfigError as exc:
+        raise EvalError(str(exc)) from None
+    update: dict[str, Any] = {}
+    if model:
+        update["llm_model"] = model
+    if knowledge:
+        update["knowledge_dir"] = knowledge
+    elif settings.knowledge_dir is None and not {"DESK_HELPDESK_URL", "DESK_HELPDESK_KIND"} & set(
+        os.environ
+    ):
+        update["knowledge_dir"] = DEMO_KNOWLEDGE
+    return settings.model_copy(update=update)
+
+
+async def run(cases: CaseFile, settings: DrafterSettings, system: str, prompt_name: str) -> Report:
+    deps, name = configured(settings)
     outcomes = [await evaluate(case, deps, system) for case in cases.cases]
     knowledge = str(settings.knowledge_dir) if settings.knowledge_dir else "none"
     return Report(cases.name, cases.version, name, prompt_name, knowledge, outcomes)
@@ -428,34 +456,11 @@ def add_arguments(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-
     from . import inbox
-    from .helpdesk import DEMO_KNOWLEDGE
 
     try:
-        settings = DrafterSettings()
-    except ValidationError as exc:
-        print(f"desk eval: {first_error(exc, 'settings')}", file=sys.stderr)
-        return 2
-    except ConfigError as exc:
-        print(f"desk eval: {exc}", file=sys.stderr)
-        return 2
-    update: dict[str, Any] = {}
-    if args.model:
-        update["llm_model"] = args.model
-    if args.knowledge:
-        update["knowledge_dir"] = args.knowledge
-    elif settings.knowledge_dir is None and not {"DESK_HELPDESK_URL", "DESK_HELPDESK_KIND"} & set(
-        os.environ
-    ):
-        update["knowledge_dir"] = DEMO_KNOWLEDGE  # what the demo's drafter is given (desk up)
-    settings = settings.model_copy(update=update)
-    system, prompt_name = _system(args.prompt)
-    try:
-        if system is None:
-            raise EvalError(f"cannot read the prompt {args.prompt}")
-        if not system:
-            raise EvalError(f"the prompt {args.prompt} is empty")
+        settings = candidate(args.model, args.knowledge)
+        system, prompt_name = prompt_of(args.prompt)
         if args.from_review_log:
             try:
                 url, token = inbox.connection(args, settings.var_dir)
@@ -482,7 +487,8 @@ def main(args: argparse.Namespace) -> int:
     return 0 if data["passed"] else 1
 
 
-def _system(path: Path | None) -> tuple[str | None, str]:
+def prompt_of(path: Path | None) -> tuple[str, str]:
+    """The system prompt to try (the built-in one without a file), and what to call it."""
     from services.drafter import Asked
 
     if path is None:
@@ -490,7 +496,9 @@ def _system(path: Path | None) -> tuple[str | None, str]:
     try:
         text = path.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
-        return None, str(path)
+        raise EvalError(f"cannot read the prompt {path}") from None
+    if not text:
+        raise EvalError(f"the prompt {path} is empty")
     return text, path.name
 
 

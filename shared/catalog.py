@@ -8,8 +8,9 @@ per-writer ledger buckets (`shared.streams`), the database grants, the Kubernete
 NetworkPolicies, `desk up`'s supervisor list, the CLI's service commands and the fault suite's
 list of processes to kill. Tests compare each of those with this declaration.
 
-Two roles are not services of ours but get users from the same declaration: `subscriber` (an
-outside system reading results) and `ingress_imap` (the mail poller).
+Three roles are not services of ours but get users from the same declaration: `subscriber` (an
+outside system reading results), `ingress_imap` (the mail poller) and `shadow` (`desk shadow`,
+which may read the events and nothing else).
 """
 
 from __future__ import annotations
@@ -236,7 +237,16 @@ IMAP_POLLER = ServiceSpec(
     supervised=False,
 )
 
-ROLES: tuple[ServiceSpec, ...] = (*SERVICES, SUBSCRIBER, IMAP_POLLER)
+SHADOW = ServiceSpec(
+    name="shadow",  # `desk shadow`: replays what arrived through a candidate drafter
+    settings=None,
+    reads=(subjects.EVENTS,),  # reads the record of what arrived; publishes nothing at all
+    talks_to=("inbox_api", "llm"),
+    dead_letters=False,
+    supervised=False,
+)
+
+ROLES: tuple[ServiceSpec, ...] = (*SERVICES, SUBSCRIBER, IMAP_POLLER, SHADOW)
 BY_NAME: dict[str, ServiceSpec] = {spec.name: spec for spec in ROLES}
 SERVICE_NAMES: tuple[str, ...] = tuple(s.name for s in SERVICES)
 SERVICE_SETTINGS: dict[str, type[DeskSettings]] = {

@@ -1,4 +1,5 @@
-"""How alike two texts are, by their words: BM25 ranking (`bm25s`) and term overlap.
+"""How alike two texts are: by their words, BM25 ranking (`bm25s`) and term overlap; by their
+characters, the edit distance between a draft and the reply sent.
 
 Words are lower-cased, English stop words dropped and the rest stemmed (PyStemmer), so
 "refunds" and "refunded" are one term. Used for the knowledge base's passages, the past replies
@@ -7,12 +8,17 @@ the drafter is shown as examples, and the reviewer feedback that recurs across t
 
 from __future__ import annotations
 
+import difflib
 import functools
+import hashlib
 import logging
 import re
+import threading
+from collections import OrderedDict
 from typing import Any
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+REMEMBERED = 20_000  # edit distances kept (a digest and two numbers each)
 
 
 @functools.cache
@@ -90,3 +96,37 @@ def overlap(a: str, b: str) -> float:
     if not x or not y:
         return 0.0
     return len(x & y) / len(x | y)
+
+
+_remembered: OrderedDict[bytes, tuple[float, int]] = OrderedDict()
+_lock = threading.Lock()
+
+
+def edit_distance(draft: str | None, final: str | None) -> tuple[float, int] | None:
+    """(1 - SequenceMatcher ratio, characters removed plus added) from `draft` to `final`,
+    character by character; None unless both texts are there."""
+    if draft is None or final is None:
+        return None
+    key = hashlib.blake2b(f"{len(draft)}:{draft}{final}".encode(), digest_size=16).digest()
+    with _lock:
+        found = _remembered.get(key)
+        if found is not None:
+            _remembered.move_to_end(key)
+            return found
+    # autojunk off: on text it would count every common letter as junk past 200 characters
+    matcher = difflib.SequenceMatcher(None, draft, final, autojunk=False)
+    changed = sum(
+        (i2 - i1) + (j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
+    )
+    measured = (round(1 - matcher.ratio(), 6), changed)
+    with _lock:
+        _remembered[key] = measured
+        if len(_remembered) > REMEMBERED:
+            _remembered.popitem(last=False)
+    return measured
+
+
+def likeness(draft: str, sent: str) -> float:
+    """How much of a draft went out as written: 1 - `edit_distance`'s ratio (1: unchanged)."""
+    found = edit_distance(draft, sent)
+    return round(1 - found[0], 3) if found else 0.0

@@ -26,10 +26,6 @@ worst case, so each comparison is remembered (by a digest of both texts, a bound
 from __future__ import annotations
 
 import datetime as dt
-import difflib
-import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, get_args
@@ -39,6 +35,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col
 
 from shared.inbox import SEND_REPLY, DecisionType
+from shared.similarity import edit_distance
 
 from .errors import Invalid
 from .tables import DecisionRow, ItemRow, as_utc, now
@@ -46,7 +43,6 @@ from .tables import DecisionRow, ItemRow, as_utc, now
 KINDS: tuple[str, ...] = get_args(DecisionType)  # accept, edit, response, ignore
 REVIEW_DAYS = 30
 MAX_REVIEW_DAYS = 365
-REMEMBERED = 20_000  # comparisons kept (a digest and two numbers each)
 
 
 @dataclass(frozen=True)
@@ -170,34 +166,6 @@ def percentile(ordered: list[float], p: float) -> float | None:
     low = int(rank)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
-_remembered: OrderedDict[bytes, tuple[float, int]] = OrderedDict()
-_lock = threading.Lock()
-
-
-def edit_distance(draft: str | None, final: str | None) -> tuple[float, int] | None:
-    """(1 - SequenceMatcher ratio, characters removed plus added) from `draft` to `final`,
-    character by character; None unless both texts are there."""
-    if draft is None or final is None:
-        return None
-    key = hashlib.blake2b(f"{len(draft)}:{draft}{final}".encode(), digest_size=16).digest()
-    with _lock:
-        found = _remembered.get(key)
-        if found is not None:
-            _remembered.move_to_end(key)
-            return found
-    # autojunk off: on text it would count every common letter as junk past 200 characters
-    matcher = difflib.SequenceMatcher(None, draft, final, autojunk=False)
-    changed = sum(
-        (i2 - i1) + (j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
-    )
-    measured = (round(1 - matcher.ratio(), 6), changed)
-    with _lock:
-        _remembered[key] = measured
-        if len(_remembered) > REMEMBERED:
-            _remembered.popitem(last=False)
-    return measured
 
 
 def _share(part: int, whole: int) -> float | None:

@@ -11,9 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from services.inbox_api.store.analytics import Reviewed, edit_distance, figures, percentile
+from services.inbox_api.store.analytics import Reviewed, figures, percentile
 from shared.bus import Bus
 from shared.inbox import InboxItem
+from shared.similarity import edit_distance
 from tests.helpers import eventually
 from tests.inbox_items import draft_item, notify_item, publish_item
 
