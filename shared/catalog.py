@@ -175,6 +175,7 @@ INBOX_API = ServiceSpec(
         "inbox_notifications",
         "inbox_sessions",
         "inbox_instructions",
+        "inbox_autosend",
     ),
     talks_to=("postgres",),
     reached_by=("reviewers",),

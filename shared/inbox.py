@@ -166,6 +166,10 @@ class Decision(BaseModel):
     reviewer: str
     decided_at: dt.datetime
     round: str = "r1"
+    auto: bool = False  # sent by the category's auto-send policy, not by a person (AUTO_SEND)
+
+
+AUTO_SEND = "auto-send"  # the reviewer an auto-sent decision is recorded as
 
 
 def item_id(thread: str, version: int) -> str:

@@ -294,6 +294,25 @@ class InboxApiSettings(DeskSettings):
         default=10.0, gt=0, description="seconds a request body may take to arrive (else 408)"
     )
     relay_interval: float = Field(default=5.0, gt=0, description="seconds between republish scans")
+    admins: list[str] = Field(
+        default_factory=list,
+        description="JSON list of reviewer names who may turn auto-send on or off for a category",
+    )
+    autosend_evidence: int = Field(
+        default=200, ge=1, description="the last N decisions of a category auto-send is judged on"
+    )
+    autosend_unedited: float = Field(
+        default=0.98, gt=0, le=1, description="the share of those that must be unedited accepts"
+    )
+    autosend_audit: float = Field(
+        default=0.10, ge=0, le=1, description="the share of auto-sent replies queued for audit"
+    )
+    autosend_demote: float = Field(
+        default=0.10,
+        ge=0,
+        le=1,
+        description="demote a category when more than this share of its last audits found edits",
+    )
     helpdesk_ticket_url: str | None = Field(
         default=None,
         description="link to a ticket in the helpdesk, a template with {ticket}",

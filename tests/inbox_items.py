@@ -130,8 +130,10 @@ async def publish_decision(
     *,
     reviewer: str = "reviewer",
     msg_id: str | None = None,
+    auto: bool = False,
 ) -> None:
-    """A decision as inbox_api publishes it (`msg_id` overrides the dedup id, to redeliver)."""
+    """A decision as inbox_api publishes it (`msg_id` overrides the dedup id, to redeliver;
+    `auto`: as its auto-send policy records one)."""
     from shared.inbox import Decision
 
     decision = Decision(
@@ -143,6 +145,7 @@ async def publish_decision(
         reviewer=reviewer,
         decided_at=dt.datetime.now(dt.UTC),
         round=item.round,
+        auto=auto,
     )
     envelope = Envelope(
         source="/desk/inbox_api",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -47,6 +47,8 @@ class Inbox:
     engine: Engine
     reviewers: Reviewers
     ticket_url: str | None = None  # DESK_HELPDESK_TICKET_URL, a template with {ticket}
+    policy: store.autosend.Policy = field(default_factory=store.autosend.Policy)
+    admins: frozenset[str] = frozenset()  # DESK_ADMINS: who may turn auto-send on or off
 
     def link(self, ticket_id: str | None) -> str | None:
         """The ticket in the helpdesk, when a link template is configured."""
@@ -386,6 +388,81 @@ async def change_instruction(request: Request) -> Response:
     return JSONResponse(row)
 
 
+async def get_autosend(request: Request) -> Response:
+    who = authorize(request, "viewer")
+    if isinstance(who, Response):
+        return who
+    inbox = _inbox(request)
+    return JSONResponse(
+        await asyncio.to_thread(store.autosend.overview, inbox.engine, inbox.policy)
+    )
+
+
+async def post_autosend(request: Request) -> Response:
+    """An admin turns auto-send on (with a passing eval report) or off for a category."""
+    who = authorize(request, "reviewer")
+    if isinstance(who, Response):
+        return who
+    inbox = _inbox(request)
+    if who.name not in inbox.admins:
+        return error(403, "only an admin (DESK_ADMINS) may turn auto-send on or off")
+    body = await _json_object(request)
+    if isinstance(body, Response):
+        return body
+    on = body.get("enabled")
+    if not isinstance(on, bool):
+        return error(422, "enabled: true or false")
+    category = request.path_params["category"]
+    try:
+        row = await asyncio.to_thread(
+            store.autosend.change,
+            inbox.engine,
+            category,
+            on,
+            who.name,
+            inbox.policy,
+            body.get("eval"),
+        )
+    except store.NotFound as exc:
+        return error(404, str(exc))
+    except store.Conflict as exc:
+        return error(409, str(exc))
+    except store.Invalid as exc:
+        return error(422, str(exc))
+    log.warning("auto-send %s for %s by %s", row["action"], category, who.name)
+    return JSONResponse(row)
+
+
+async def post_audit(request: Request) -> Response:
+    """A person's audit of an auto-sent reply: fine, or edited (it needed changes)."""
+    who = authorize(request, "reviewer")
+    if isinstance(who, Response):
+        return who
+    body = await _json_object(request)
+    if isinstance(body, Response):
+        return body
+    inbox = _inbox(request)
+    try:
+        found = await asyncio.to_thread(
+            store.autosend.audit,
+            inbox.engine,
+            request.path_params["id"],
+            body.get("verdict"),
+            who.name,
+            body.get("note"),
+            inbox.policy,
+        )
+    except store.NotFound:
+        return error(404, "no such auto-sent item")
+    except store.Conflict as exc:
+        return error(409, str(exc))
+    except store.Invalid as exc:
+        return error(422, str(exc))
+    if found["demoted"]:
+        log.warning("auto-send demoted for %s: audits found edits", found["demoted"]["category"])
+    return JSONResponse(found)
+
+
 async def openapi(request: Request) -> Response:
     return JSONResponse(document())
 
@@ -402,4 +479,7 @@ routes = [
     Route("/api/instructions", list_instructions, methods=["GET"]),
     Route("/api/instructions", post_instruction, methods=["POST"]),
     Route("/api/instructions/{id}", change_instruction, methods=["PATCH", "DELETE"]),
+    Route("/api/autosend", get_autosend, methods=["GET"]),
+    Route("/api/autosend/{category}", post_autosend, methods=["POST"]),
+    Route("/api/items/{id}/audit", post_audit, methods=["POST"]),
 ]

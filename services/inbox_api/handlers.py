@@ -13,7 +13,7 @@ from shared.bus import Bus
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import PermanentError, TransientError
-from shared.inbox import InboxItem, Overdue, Withdrawal
+from shared.inbox import AUTO_SEND, InboxItem, Overdue, Withdrawal
 from shared.results import (
     ITEM_IGNORED,
     ITEM_WITHDRAWN,
@@ -35,14 +35,38 @@ log = logging.getLogger(__name__)
 class ItemProjection:
     """Items, and the drafter's notices about them (withdrawn, overdue), into the inbox."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(
+        self, engine: Engine, bus: Bus | None = None, policy: store.autosend.Policy | None = None
+    ) -> None:
         self.engine = engine
+        self.bus = bus
+        self.policy = policy or store.autosend.Policy()
 
     async def on_item(self, delivery: Delivery[Envelope]) -> None:
         item: InboxItem = delivery.payload  # checked by the runtime (Consumer.payload)
         traceparent = trace.current_header()  # this projection's span: the decision continues it
         if await asyncio.to_thread(store.project, self.engine, item, traceparent):
             log.info("item %s is in the inbox", item.id)
+        await self._auto_send(item)
+
+    async def _auto_send(self, item: InboxItem) -> None:
+        """An item of a category with auto-send on is decided by the policy (idempotent: a
+        redelivered item finds itself decided already)."""
+        try:
+            decision = await asyncio.to_thread(
+                store.decide,
+                self.engine,
+                item.id,
+                "accept",
+                None,
+                item.version,
+                store.Reviewer(AUTO_SEND, "reviewer"),
+                auto=store.autosend.applies(self.policy),
+            )
+        except (store.Conflict, store.NotFound, store.Invalid):
+            return  # not waiting, not for auto-send, or decided already
+        log.info("item %s sent by auto-send (%s)", item.id, item.category)
+        await publish_decision(self.bus, self.engine, decision)  # else the relay publishes it
 
     async def on_withdrawn(self, delivery: Delivery[Envelope]) -> None:
         notice: Withdrawal = delivery.payload

@@ -25,7 +25,15 @@ async def run(settings: InboxApiSettings) -> None:
     engine = make_engine(database_url(settings.database_url, settings.var_dir, "inbox"))
     await asyncio.to_thread(store.create_tables, engine)
     reviewers = Reviewers.load(settings.reviewers, settings.var_dir)
-    inbox = Inbox(engine, reviewers, settings.helpdesk_ticket_url)
+    policy = store.autosend.Policy(
+        settings.autosend_evidence,
+        settings.autosend_unedited,
+        settings.autosend_audit,
+        settings.autosend_demote,
+    )
+    inbox = Inbox(
+        engine, reviewers, settings.helpdesk_ticket_url, policy, frozenset(settings.admins)
+    )
     try:
         service = Service(
             settings,
@@ -43,7 +51,7 @@ async def run(settings: InboxApiSettings) -> None:
             if not reviewers:
                 log.warning("no reviewer tokens configured: every API call will get 401")
             if svc.bus is not None:
-                projection = ItemProjection(engine)
+                projection = ItemProjection(engine, svc.bus, policy)
                 await svc.consume(
                     "inbox_api",
                     {

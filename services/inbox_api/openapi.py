@@ -187,6 +187,15 @@ def document() -> dict[str, Any]:
                 "description": "the W3C trace the item belongs to: `desk trace <trace_id>` "
                 "prints its path from the webhook to the result",
             },
+            "auto": {
+                "type": "boolean",
+                "description": "decided by the category's auto-send policy, not by a person",
+            },
+            "audit": {
+                "type": ["string", "null"],
+                "enum": ["waiting", "fine", "edited", None],
+                "description": "an auto-sent reply sampled for a person's audit, and its verdict",
+            },
             "instructions": {
                 "type": "array",
                 "description": "the standing instructions of its category the draft was given",
@@ -451,6 +460,77 @@ def document() -> dict[str, Any]:
                         **_errors(401, 403, 404, 503),
                     },
                 },
+            },
+            "/api/autosend": {
+                "get": {
+                    "summary": "Auto-send per category: on or off, the evidence now, the audits "
+                    "waiting; and its trail (every enabling, disabling and demotion)",
+                    "responses": {
+                        "200": _answer("the policy", {"type": "object"}),
+                        **_errors(401, 503),
+                    },
+                }
+            },
+            "/api/autosend/{category}": {
+                "post": {
+                    "summary": "Turn auto-send on (with the evidence and a passing eval report) "
+                    "or off for a category; admins only (DESK_ADMINS)",
+                    "parameters": [
+                        {
+                            "name": "category",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"enum": list(CATEGORIES)},
+                        }
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["enabled"],
+                                    "properties": {
+                                        "enabled": {"type": "boolean"},
+                                        "eval": {
+                                            "type": ["object", "null"],
+                                            "description": "the `desk eval --json` report",
+                                        },
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": _answer("the trail entry", {"type": "object"}),
+                        **_errors(400, 401, 403, 404, 409, 422, 503),
+                    },
+                }
+            },
+            "/api/items/{id}/audit": {
+                "post": {
+                    "summary": "Audit an auto-sent reply: fine, or edited (it needed changes)",
+                    "parameters": [_path_id("item id")],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["verdict"],
+                                    "properties": {
+                                        "verdict": {"enum": ["fine", "edited"]},
+                                        "note": {"type": "string"},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": _answer("recorded; `demoted` when it demoted the category"),
+                        **_errors(400, 401, 403, 404, 409, 422, 503),
+                    },
+                }
             },
             "/api/review-log": {
                 "get": {

@@ -88,6 +88,7 @@ def _reply_data(row: store.OutboxRow) -> dict[str, Any]:
         "model_draft": row.model_draft,
         "decision": row.decision_type,
         "reviewer": row.reviewer,
+        "auto": bool(row.auto),  # sent by auto-send (the trail and the audits say more)
         "channel": row.channel,
         "delivery": row.delivery,
     }
@@ -242,6 +243,7 @@ class Sender:
             subject=str(subject) if subject is not None else None,
             recipient=item.recipient,
             in_reply_to=item.in_reply_to,
+            auto=decision.auto or None,
         )
         # One worker per key at a time (across replicas): a redelivery waits for a delivery in
         # flight instead of starting a second one; the UNIQUE key stops a second row.

@@ -54,6 +54,7 @@ class OutboxRow(SQLModel, table=True):
     subject: str | None = None
     recipient: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     in_reply_to: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    auto: bool | None = None  # approved by the category's auto-send policy, not by a person
 
 
 class ResultRow(SQLModel, table=True):

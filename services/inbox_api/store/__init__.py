@@ -9,10 +9,11 @@ One module per concept, every name used elsewhere importable from here (`store.d
 `decisions` (the trail and its relay), `analytics` (the review figures: rates, unedited share,
 edit distance, time to decision), `documents` (a row as the API gives it out), `listing`
 (the paged list), `queries` (one item in full, the counts, the review log), `sessions` (the
-rows behind web sessions), `instructions` (the standing instructions learned from feedback)
-and `errors`.
+rows behind web sessions), `instructions` (the standing instructions learned from feedback),
+`autosend` (the evidence-based auto-send policy and its audits) and `errors`.
 """
 
+from . import autosend
 from .analytics import MAX_REVIEW_DAYS, REVIEW_DAYS, review, review_days
 from .decisions import Reviewer, decide, mark_published, traceparent_of, unpublished
 from .documents import decision_json, detail_json, item_json
@@ -68,6 +69,7 @@ __all__ = [
     "SessionRow",
     "Status",
     "StoredSession",
+    "autosend",
     "change_instruction",
     "close_session",
     "create_tables",

@@ -4,6 +4,7 @@ once; recorded before they are published, and published again until the bus has 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -58,9 +59,18 @@ def _edited_request(row: ItemRow, args: Any) -> ActionRequest:
 
 
 def decide(
-    engine: Engine, item_id: str, kind: str, args: Any, version: int, reviewer: Reviewer
+    engine: Engine,
+    item_id: str,
+    kind: str,
+    args: Any,
+    version: int,
+    reviewer: Reviewer,
+    *,
+    auto: Callable[[Session, ItemRow], bool] | None = None,
 ) -> Decision:
-    """Record a decision (the trail row) and return it for publishing; raises 404/409/422 kinds."""
+    """Record a decision (the trail row) and return it for publishing; raises 404/409/422 kinds.
+    With `auto`, the auto-send policy decides: only if `auto(session, item)` holds, in the same
+    transaction (else `Conflict`)."""
     with Session(engine, expire_on_commit=False) as session:
         row = session.get(ItemRow, item_id)
         if row is None:
@@ -80,6 +90,8 @@ def decide(
             if row.status == "withdrawn":
                 raise Conflict(f"this draft was withdrawn: {row.withdrawn_reason or 'no reason'}")
             raise Conflict(f"this item is {row.status}, not waiting for a decision")
+        if auto is not None and not auto(session, row):
+            raise Conflict("auto-send does not apply to this item")
         config = InterruptConfig.model_validate(row.config)
         if not config.allows(kind):  # type: ignore[arg-type]
             raise Invalid(f"{kind} is not allowed on this item")
@@ -116,6 +128,7 @@ def decide(
                 final_text=final_text,
                 feedback=feedback,
                 round=row.round,
+                auto=auto is not None or None,
             )
         )
         if feedback:  # feedback that recurs across tickets becomes a standing instruction
@@ -140,6 +153,7 @@ def decide(
             reviewer=reviewer.name,
             decided_at=decided_at,
             round=row.round or "r1",
+            auto=auto is not None,
         )
 
 
@@ -179,6 +193,7 @@ def unpublished(engine: Engine, older_than: float) -> list[Decision]:
                 reviewer=r.reviewer,
                 decided_at=as_utc(r.decided_at),  # type: ignore[arg-type]
                 round=r.round or "r1",
+                auto=bool(r.auto),
             )
             for r in rows
         ]

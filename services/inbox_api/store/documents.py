@@ -46,6 +46,10 @@ def item_json(row: ItemRow) -> dict[str, Any]:
         "citations": row.citations or [],
         "instructions": row.instructions or [],
         "examples": row.examples or [],
+        "auto": bool(row.auto),
+        "audit": row.audit,
+        "audit_by": row.audit_by,
+        "audit_note": row.audit_note,
     }
 
 
@@ -74,4 +78,5 @@ def decision_json(row: DecisionRow) -> dict[str, Any]:
         "model_draft": row.model_draft,
         "final_text": row.final_text,
         "feedback": row.feedback,
+        "auto": bool(row.auto),
     }

@@ -87,6 +87,11 @@ class ItemRow(SQLModel, table=True):
     # rounds (`<ticket>/<round>`) whose sent replies it was shown
     instructions: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     examples: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # auto-send: sent by the category's policy; a sample waits for a person's audit
+    auto: bool | None = None
+    audit: str | None = Field(default=None, index=True)  # waiting | fine | edited
+    audit_by: str | None = None
+    audit_note: str | None = None
 
 
 class DecisionRow(SQLModel, table=True):
@@ -109,6 +114,7 @@ class DecisionRow(SQLModel, table=True):
     feedback: str | None = None
     published: bool = Field(default=False, index=True)
     round: str | None = None
+    auto: bool | None = None  # recorded by the auto-send policy (reviewer AUTO_SEND)
 
 
 class NotificationRow(SQLModel, table=True):
@@ -157,12 +163,27 @@ class InstructionRow(SQLModel, table=True):
     updated_by: str | None = None  # the reviewer who last edited or removed it
 
 
+class AutoSendRow(SQLModel, table=True):
+    """The auto-send trail: every time a category was enabled, disabled or demoted, by whom,
+    and on what evidence. A category's state is its newest row."""
+
+    __tablename__ = "inbox_autosend"
+
+    id: int | None = Field(default=None, primary_key=True)
+    category: str = Field(index=True)
+    action: str  # enabled | disabled | demoted
+    at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+    by: str  # a reviewer's name, or AUTO_SEND for a demotion
+    evidence: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
 TABLES = [
     ItemRow.__table__,  # type: ignore[attr-defined]
     DecisionRow.__table__,  # type: ignore[attr-defined]
     NotificationRow.__table__,  # type: ignore[attr-defined]
     SessionRow.__table__,  # type: ignore[attr-defined]
     InstructionRow.__table__,  # type: ignore[attr-defined]
+    AutoSendRow.__table__,  # type: ignore[attr-defined]
 ]
 
 

@@ -17,6 +17,7 @@ and `limits` (the body limit in front of every route).
 
 from starlette.routing import BaseRoute, Route
 
+from .audits import audit, autosend_page
 from .decisions import decide, edit_preview
 from .instructions import instruction_form, instructions_page
 from .limits import middleware
@@ -37,6 +38,8 @@ routes: list[BaseRoute] = [
     Route("/items/{id}/edit", edit_preview, methods=["POST"]),
     Route("/items/{id}/decide", decide, methods=["POST"]),
     Route("/stats", stats_page, methods=["GET"]),
+    Route("/items/{id}/audit", audit, methods=["POST"]),
+    Route("/autosend", autosend_page, methods=["GET"]),
     Route("/instructions", instructions_page, methods=["GET"]),
     Route("/instructions", instruction_form, methods=["POST"]),
     Route("/instructions/{id}", instruction_form, methods=["POST"]),

@@ -39,6 +39,13 @@ async def session_of(request: Request) -> WebSession | None:
     return found
 
 
+async def flash_of(request: Request, session: WebSession) -> str | None:
+    """The session's one-time message, taken: the next page does not show it again."""
+    if session.flash is not None:
+        await asyncio.to_thread(edge_of(request).sessions.flash, session, None)
+    return session.flash
+
+
 def user_of(request: Request) -> store.Reviewer | None:
     """The user of the session `session_of` found (None before it was asked, or without one)."""
     session: WebSession | None = getattr(request.state, "session", None)

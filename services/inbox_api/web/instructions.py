@@ -15,7 +15,7 @@ from shared.inbox import CATEGORIES
 from .. import store
 from ..guidance import publish_guidance
 from . import forms
-from .cookies import edge_of, inbox_of, session_of
+from .cookies import edge_of, flash_of, inbox_of, session_of
 from .responses import error, page, to_login
 
 log = logging.getLogger(__name__)
@@ -35,10 +35,8 @@ async def instructions_page(request: Request) -> Response:
         "by_category": by_category,
         "categories": CATEGORIES,
         "can_change": session.user.role == "reviewer",
-        "flash": session.flash,
+        "flash": await flash_of(request, session),
     }
-    if session.flash is not None:  # shown once
-        await asyncio.to_thread(edge_of(request).sessions.flash, session, None)
     return page(request, "instructions.html", context)
 
 

@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 
 from .. import store
 from ..render import age, changes, fold, when
-from .cookies import edge_of, inbox_of, session_of
+from .cookies import flash_of, inbox_of, session_of
 from .decisions import allowed_kinds, draft_of
 from .responses import error, item_url, page, to_login
 
@@ -114,10 +114,8 @@ async def inbox_page(request: Request) -> Response:
         "categories": sorted(c for c in stats["by_category"] if c != "none"),
         "next_url": more if next_cursor else None,
         "version": version_stamp(stats),
-        "flash": session.flash,
+        "flash": await flash_of(request, session),
     }
-    if session.flash is not None:  # shown once
-        await asyncio.to_thread(edge_of(request).sessions.flash, session, None)
     return page(request, "list.html", context)
 
 

@@ -48,18 +48,17 @@ def inbox_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]
         server.kill()
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def api(
-    request: pytest.FixtureRequest, inbox_nats: NatsServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Api]:
-    root = tmp_path_factory.mktemp(f"inbox-{request.param}")
+@contextlib.contextmanager
+def running_api(database: str, nats: NatsServer, root: Path, **extra: str) -> Iterator[Api]:
+    """An inbox_api process on `database` (sqlite, or a fresh PostgreSQL schema)."""
     write_credentials(root / "var")
     env = {
-        "DESK_NATS_URL": inbox_nats.url,
+        "DESK_NATS_URL": nats.url,
         "DESK_VAR_DIR": str(root / "var"),
         "DESK_RETRY_INITIAL": "0.2",
+        **extra,
     }
-    with fresh_schema() if request.param == "postgresql" else contextlib.nullcontext("") as schema:
+    with fresh_schema() if database == "postgresql" else contextlib.nullcontext("") as schema:
         if schema:
             env["DESK_DATABASE_URL"] = url_in(schema)
         process = ServiceProcess(["inbox_api"], env, root / "inbox_api.log").start()
@@ -67,6 +66,16 @@ def api(
             yield Api(process.url, process)
         finally:
             process.stop()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def api(
+    request: pytest.FixtureRequest, inbox_nats: NatsServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Api]:
+    with running_api(
+        request.param, inbox_nats, tmp_path_factory.mktemp(f"inbox-{request.param}")
+    ) as running:
+        yield running
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import pytest
 
 from shared import subjects
 from shared.bus import Bus
+from shared.inbox import AUTO_SEND
 from shared.signatures import standard_verify
 from standins.channel import FakeChannel
 from tests.helpers import eventually, settled
@@ -48,6 +49,23 @@ async def test_one_decision_delivered_three_times_is_one_row_and_one_reply_sent(
     assert sent.specversion == "1.0" and sent.id == "reply.sent:T1012/r1/send_reply"
     assert data(sent)["text"] == item.action_request.args["reply"]
     assert data(sent)["reviewer"] == "reviewer"
+    assert data(sent)["auto"] is False
+
+
+async def test_an_auto_sent_reply_goes_through_the_outbox_and_says_auto(
+    bus: Bus, senders: Senders
+) -> None:
+    """What the inbox's auto-send policy approves is sent like any approval: one outbox row,
+    one reply.sent, marked auto (and by AUTO_SEND) for every subscriber to see."""
+    senders.start()
+    item = draft_item("T1013")
+    await publish_item(bus, item)
+    await publish_decision(bus, item, "accept", reviewer=AUTO_SEND, auto=True)
+    await eventually(lambda: results(bus, "reply.sent"), timeout=15, message="reply.sent")
+    [row] = senders.outbox()
+    assert (row.key, row.reviewer, row.auto) == ("T1013/r1/send_reply", AUTO_SEND, True)
+    [sent] = await results(bus, "reply.sent")
+    assert (data(sent)["auto"], data(sent)["reviewer"]) == (True, AUTO_SEND)
 
 
 async def test_an_edit_sends_the_edited_text_through_the_webhook_once(

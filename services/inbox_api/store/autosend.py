@@ -1,0 +1,253 @@
+"""Evidence-based auto-send: a category whose drafts reviewers send as written may be sent
+without waiting for them, while people keep checking a sample, and loses it when they find edits.
+
+- **Enabling** is for an admin (`DESK_ADMINS`), per category, and only with the evidence: the
+  category's last `evidence` decisions on reply drafts (200 by default) were at least `unedited`
+  (98 %) accepts of the draft as written, and a `desk eval` report that passed, and covered the
+  category, comes with the request. Otherwise the refusal says what is missing.
+- **Sending**: an item of an enabled category that the checks raised no warning about is
+  decided by `AUTO_SEND` (an accept, marked `auto`) in the transaction that records it; the
+  sender then sends it like any approval, through the outbox and its fresh-state check, and marks
+  the result event `auto`. A share `audit` of them (10 %, chosen by the item id) waits for a
+  person's audit after sending.
+- **Demotion**: an audit that found the reply needed editing counts against the category; when
+  more than `demote` of its latest audits since it was turned on (up to `AUDIT_WINDOW`) found
+  edits, the category is demoted to human review at once.
+
+Every enabling, disabling and demotion is a row in `inbox_autosend` with who and the evidence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from shared.inbox import AUTO_SEND, CATEGORIES, SEND_REPLY
+
+from .errors import Conflict, Invalid, NotFound
+from .tables import AutoSendRow, DecisionRow, ItemRow, as_utc, now
+
+AUDIT_WINDOW = 20  # the latest audits of a category a demotion looks at
+
+
+@dataclass(frozen=True)
+class Policy:
+    evidence: int = 200
+    unedited: float = 0.98
+    audit: float = 0.10
+    demote: float = 0.10
+
+
+def _latest(session: Session, category: str) -> AutoSendRow | None:
+    return session.exec(
+        select(AutoSendRow)
+        .where(AutoSendRow.category == category)
+        .order_by(col(AutoSendRow.id).desc())
+        .limit(1)
+    ).first()
+
+
+def enabled(session: Session, category: str | None) -> bool:
+    found = _latest(session, category) if category else None
+    return found is not None and found.action == "enabled"
+
+
+def evidence(session: Session, category: str, policy: Policy) -> dict[str, Any]:
+    """The category's last decisions on reply drafts by people, and how many were accepts."""
+    kinds = session.exec(
+        select(DecisionRow.type)
+        .join(ItemRow, col(DecisionRow.item_id) == col(ItemRow.id))
+        .where(
+            DecisionRow.category == category,
+            ItemRow.action == SEND_REPLY,
+            col(DecisionRow.auto).is_not(True),
+        )
+        .order_by(col(DecisionRow.id).desc())
+        .limit(policy.evidence)
+    ).all()
+    accepts = sum(k == "accept" for k in kinds)
+    share = round(accepts / len(kinds), 4) if kinds else None
+    return {
+        "decisions": len(kinds),
+        "needed": policy.evidence,
+        "unedited_accepts": accepts,
+        "unedited_share": share,
+        "threshold": policy.unedited,
+        "enough": len(kinds) >= policy.evidence and (share or 0) >= policy.unedited,
+    }
+
+
+def _eval_passed(report: Any, category: str) -> str | None:
+    """Why a `desk eval --json` report does not let `category` be enabled (None: it does)."""
+    if not isinstance(report, dict):
+        return "a `desk eval --json` report of a run that passed must come with the request"
+    if report.get("passed") is not True:
+        return "the eval report did not pass"
+    if category not in (report.get("by_category") or {}):
+        return f"the eval report has no {category} cases"
+    return None
+
+
+def change(
+    engine: Engine, category: Any, on: bool, who: str, policy: Policy, report: Any = None
+) -> dict[str, Any]:
+    """Enable (with the evidence) or disable auto-send for `category`."""
+    if category not in CATEGORIES:
+        raise NotFound(f"no category {category!r}")
+    with Session(engine, expire_on_commit=False) as session:
+        found = evidence(session, category, policy)
+        if on:
+            problems = []
+            if not found["enough"]:
+                problems.append(
+                    f"the last {found['decisions']} decisions (of {policy.evidence} needed) were "
+                    f"{_pct(found['unedited_share'])} unedited accepts (needs "
+                    f"{policy.unedited:.0%})"
+                )
+            why = _eval_passed(report, category)
+            if why:
+                problems.append(why)
+            if problems:
+                raise Invalid("auto-send needs its evidence: " + "; ".join(problems))
+            summary = report.get("overall") if isinstance(report, dict) else None
+            found["eval"] = {
+                "cases_file": report.get("cases_file") if isinstance(report, dict) else None,
+                "model": report.get("model") if isinstance(report, dict) else None,
+                "overall": summary,
+            }
+        elif not enabled(session, category):
+            raise Conflict(f"auto-send is not on for {category}")
+        row = AutoSendRow(
+            category=category,
+            action="enabled" if on else "disabled",
+            at=now(),
+            by=who,
+            evidence=found,
+        )
+        session.add(row)
+        session.commit()
+        return trail_json(row)
+
+
+def _pct(share: float | None) -> str:
+    return "none" if share is None else f"{share:.1%}"
+
+
+def applies(policy: Policy) -> Any:
+    """The check `decide(..., auto=)` runs in its transaction: the item's category is enabled
+    and its draft raised no warning; it marks the item auto-sent (and sampled for audit)."""
+
+    def check(session: Session, row: ItemRow) -> bool:
+        if row.action != SEND_REPLY or row.warnings or not enabled(session, row.category):
+            return False
+        row.auto = True
+        if sampled(row.id, policy.audit):
+            row.audit = "waiting"
+        return True
+
+    return check
+
+
+def sampled(item_id: str, share: float) -> bool:
+    """The same items every time (a redelivery picks the same): by the item id's digest."""
+    digest = int.from_bytes(hashlib.sha256(item_id.encode()).digest()[:4], "big")
+    return digest < share * 2**32
+
+
+def audit(
+    engine: Engine, item_id: str, verdict: Any, who: str, note: Any, policy: Policy
+) -> dict[str, Any]:
+    """A person's audit of an auto-sent reply: `fine`, or `edited` (it needed changes; `note`
+    says what). Too many edits among the category's latest audits demote it."""
+    if verdict not in ("fine", "edited"):
+        raise Invalid("verdict must be fine or edited")
+    with Session(engine, expire_on_commit=False) as session:
+        row = session.get(ItemRow, item_id)
+        if row is None or not row.auto:
+            raise NotFound(f"no auto-sent item {item_id}")
+        if row.audit not in ("waiting", None):
+            raise Conflict(f"{item_id} was audited already ({row.audit})")
+        row.audit, row.audit_by, row.updated_at = verdict, who, now()
+        row.audit_note = str(note).strip()[:2000] if isinstance(note, str) and note else None
+        session.add(row)
+        session.flush()
+        state = _latest(session, str(row.category))
+        latest: list[str | None] = []
+        if state is not None and state.action == "enabled":  # audits since it was turned on
+            latest = list(
+                session.exec(
+                    select(ItemRow.audit)
+                    .where(
+                        ItemRow.category == row.category,
+                        col(ItemRow.audit).in_(("fine", "edited")),
+                        col(ItemRow.updated_at) >= state.at,
+                    )
+                    .order_by(col(ItemRow.updated_at).desc())
+                    .limit(AUDIT_WINDOW)
+                ).all()
+            )
+        edited = sum(a == "edited" for a in latest)
+        demoted = None
+        if latest and edited / len(latest) > policy.demote:
+            demoted = AutoSendRow(
+                category=str(row.category),
+                action="demoted",
+                at=now(),
+                by=AUTO_SEND,
+                evidence={
+                    "audits": len(latest),
+                    "edited": edited,
+                    "threshold": policy.demote,
+                    "item_id": item_id,
+                    "note": row.audit_note,
+                },
+            )
+            session.add(demoted)
+        session.commit()
+        return {
+            "item_id": item_id,
+            "audit": verdict,
+            "demoted": trail_json(demoted) if demoted is not None else None,
+        }
+
+
+def trail_json(row: AutoSendRow) -> dict[str, Any]:
+    return {
+        "category": row.category,
+        "action": row.action,
+        "at": as_utc(row.at).isoformat(),  # type: ignore[union-attr]
+        "by": row.by,
+        "evidence": row.evidence,
+    }
+
+
+def overview(engine: Engine, policy: Policy) -> dict[str, Any]:
+    """Per category: on or off, the evidence now, the audits waiting; and the whole trail."""
+    with Session(engine, expire_on_commit=False) as session:
+        categories = {}
+        for category in CATEGORIES:
+            waiting = session.exec(
+                select(ItemRow.id)
+                .where(ItemRow.category == category, ItemRow.audit == "waiting")
+                .order_by(col(ItemRow.created_at))
+            ).all()
+            categories[category] = {
+                "enabled": enabled(session, category),
+                "evidence": evidence(session, category, policy),
+                "audits_waiting": list(waiting),
+            }
+        trail = session.exec(select(AutoSendRow).order_by(col(AutoSendRow.id))).all()
+        return {
+            "policy": {
+                "evidence": policy.evidence,
+                "unedited": policy.unedited,
+                "audit": policy.audit,
+                "demote": policy.demote,
+            },
+            "categories": categories,
+            "trail": [trail_json(r) for r in trail],
+        }

@@ -1,0 +1,182 @@
+"""Evidence-based auto-send against a real inbox_api process and nats-server, on SQLite and on
+PostgreSQL: it cannot be enabled without the evidence (or by a non-admin); once enabled, an item
+of the category is decided by the policy and published as an `auto` accept; audits that find
+edits demote the category, and every step is in the trail."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from desk.natsserver import NatsServer
+from shared import subjects
+from shared.bus import Bus
+from shared.inbox import AUTO_SEND
+from tests.helpers import eventually
+from tests.inbox_items import draft_item, published_decisions
+
+from .conftest import REVIEWER, VIEWER, Api, running_api
+from .test_api import stored, waiting
+from .test_web import log_in
+
+PASSED = {"passed": True, "by_category": {"refund": {"cases": 7}}, "overall": {"cases": 44}}
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def policy_api(
+    request: pytest.FixtureRequest, inbox_nats: NatsServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Api]:
+    with running_api(
+        request.param,
+        inbox_nats,
+        tmp_path_factory.mktemp(f"autosend-{request.param}"),
+        DESK_ADMINS='["reviewer"]',
+        DESK_AUTOSEND_EVIDENCE="3",  # the last 3 decisions (200 by default)
+        DESK_AUTOSEND_AUDIT="1",  # every auto-sent reply is audited
+        DESK_AUTOSEND_DEMOTE="0.3",
+    ) as running:
+        yield running
+
+
+async def handled(bus: Bus) -> bool:
+    """The inbox has handled every item it was sent (its auto-send step included)."""
+    info = await bus.js.consumer_info(subjects.INBOX, "inbox_api")
+    return info.num_pending == 0 and info.num_ack_pending == 0
+
+
+def ticket() -> str:
+    return f"T{uuid.uuid4().hex[:8]}"
+
+
+async def decide(api: Api, bus: Bus, kind: str, category: str = "refund") -> None:
+    item = draft_item(ticket(), category=category)
+    await waiting(api, bus, item)
+    async with api.client() as client:
+        body: dict[str, Any] = {"type": kind, "version": 1}
+        if kind == "edit":
+            body["args"] = "Hi, edited."
+        answer = await client.post(f"/api/items/{item.id}/decision", json=body)
+        assert answer.status_code == 202, answer.text
+
+
+async def turn(api: Api, on: bool, report: Any = None, token: str | None = None) -> Any:
+    async with api.client(token) if token else api.client() as client:
+        return await client.post("/api/autosend/refund", json={"enabled": on, "eval": report})
+
+
+async def test_auto_send_needs_evidence_sends_as_auto_and_demotes_itself(
+    policy_api: Api, nats_bus: Bus
+) -> None:
+    api = policy_api
+    refused = await turn(api, True, PASSED)
+    assert refused.status_code == 422
+    assert "the last 0 decisions (of 3 needed)" in refused.json()["error"]
+    assert (await turn(api, True, PASSED, token=VIEWER)).status_code == 403
+
+    for kind in ("accept", "edit", "accept"):  # 2 of 3 unedited: not enough
+        await decide(api, nats_bus, kind)
+    refused = await turn(api, True, PASSED)
+    assert refused.status_code == 422 and "66.7% unedited accepts" in refused.json()["error"]
+    for _ in range(3):
+        await decide(api, nats_bus, "accept")
+    refused = await turn(api, True, {"passed": False, "by_category": {"refund": {}}})
+    assert refused.status_code == 422 and "did not pass" in refused.json()["error"]
+    assert (await turn(api, True, None)).status_code == 422  # no eval at all
+
+    enabled = await turn(api, True, PASSED)
+    assert enabled.status_code == 200, enabled.text
+    assert enabled.json()["evidence"]["unedited_share"] == 1.0
+    assert enabled.json()["by"] == "reviewer"
+
+    # an item of the category is sent by the policy: an accept marked auto, by AUTO_SEND
+    item = draft_item(ticket(), category="refund")
+    other = draft_item(ticket(), category="billing")  # auto-send is per category
+    warned = draft_item(ticket(), category="refund").model_copy(update={"warnings": ["check"]})
+    await waiting(api, nats_bus, item, other, warned)
+    await eventually(
+        lambda: published_decisions(nats_bus, thread=item.thread), message="the auto decision"
+    )
+    [decision] = await published_decisions(nats_bus, thread=item.thread)
+    assert (decision["type"], decision["reviewer"], decision["auto"]) == ("accept", AUTO_SEND, True)
+    shown = await stored(api, item.id)
+    assert shown is not None and (shown["status"], shown["auto"], shown["audit"]) == (
+        "sending",
+        True,
+        "waiting",
+    )
+    await eventually(lambda: handled(nats_bus), message="every item handled")
+    for left in (other, warned):  # a reviewer's turn
+        assert (await stored(api, left.id) or {})["status"] == "waiting"
+        assert await published_decisions(nats_bus, thread=left.thread) == []
+
+    # the audit finds it needed editing: the category is demoted at once
+    async with api.client(VIEWER) as viewer:
+        assert (
+            await viewer.post(f"/api/items/{item.id}/audit", json={"verdict": "fine"})
+        ).status_code == 403
+    async with api.client() as client:
+        bad = await client.post(f"/api/items/{item.id}/audit", json={"verdict": "meh"})
+        assert bad.status_code == 422
+        audited = await client.post(
+            f"/api/items/{item.id}/audit",
+            json={"verdict": "edited", "note": "It should name the 5-day processing time."},
+        )
+        assert audited.status_code == 200, audited.text
+        assert audited.json()["demoted"]["action"] == "demoted"
+        again = await client.post(f"/api/items/{item.id}/audit", json={"verdict": "fine"})
+        assert again.status_code == 409
+        overview = (await client.get("/api/autosend")).json()
+    assert overview["categories"]["refund"]["enabled"] is False
+    assert [t["action"] for t in overview["trail"]] == ["enabled", "demoted"]
+    assert overview["trail"][1]["evidence"]["edited"] == 1
+    assert overview["trail"][1]["by"] == AUTO_SEND
+
+    after = draft_item(ticket(), category="refund")  # demoted: reviewers decide again
+    await waiting(api, nats_bus, after)
+    await eventually(lambda: handled(nats_bus), message="the item handled")
+    assert (await stored(api, after.id) or {})["status"] == "waiting"
+    assert await published_decisions(nats_bus, thread=after.thread) == []
+
+    async with api.client() as client:  # off, by hand: 409 when already off
+        assert (
+            await client.post("/api/autosend/refund", json={"enabled": False})
+        ).status_code == 409
+        assert (await client.post("/api/autosend/nope", json={"enabled": True})).status_code == 404
+
+
+async def test_the_page_shows_the_policy_and_a_reviewer_audits_an_auto_sent_reply(
+    policy_api: Api, nats_bus: Bus
+) -> None:
+    """After the first test the refund category is demoted; turn it on again with fresh
+    evidence, let it send one, and audit that one from its page."""
+    api = policy_api
+    for _ in range(3):
+        await decide(api, nats_bus, "accept")
+    assert (await turn(api, True, PASSED)).status_code == 200
+    item = draft_item(ticket(), category="refund")
+    await waiting(api, nats_bus, item)
+    await eventually(lambda: handled(nats_bus), message="the item handled")
+    async with httpx.AsyncClient(base_url=api.url, timeout=10) as browser:
+        csrf = await log_in(browser, REVIEWER)
+        shown = (await browser.get(f"/items/{item.id}")).text
+        assert "Sent by auto-send" in shown and "It needed editing" in shown
+        overview = (await browser.get("/autosend")).text
+        assert item.id in overview and "demoted</strong> by auto-send" in overview
+        done = await browser.post(
+            f"/items/{item.id}/audit", data={"csrf": csrf, "verdict": "fine", "note": ""}
+        )
+        assert (done.status_code, done.headers["location"]) == (303, "/autosend")
+        after = (await browser.get(f"/items/{item.id}")).text
+        assert "Audited by reviewer: fine" in after and "It needed editing" not in after
+        page = (await browser.get("/autosend")).text
+        assert "Audit recorded for" in page and "is off" not in page  # the old edit is history
+        again = await browser.post(
+            f"/items/{item.id}/audit", data={"csrf": csrf, "verdict": "fine"}
+        )
+        assert again.status_code == 409
+    async with api.client() as client:
+        assert (await client.get("/api/autosend")).json()["categories"]["refund"]["enabled"]
