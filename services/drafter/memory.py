@@ -11,8 +11,10 @@ forgotten.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from langgraph.store.base import BaseStore
 
@@ -59,11 +61,32 @@ async def similar(
     found = await store.asearch(
         NAMESPACE, filter={"category": category} if category else None, limit=RECENT
     )
-    examples = [
-        e for item in found if item.key != besides if (e := _example(item.value)) is not None
-    ]
-    best = similarity.rank(query, [e.asked for e in examples], k)
-    return [examples[i] for i in best]
+    kept = [item for item in found if item.key != besides]
+    if not kept:
+        return []
+    signature = tuple((item.key, str(item.updated_at)) for item in kept)
+    ranked = _RANKED.get(category)
+    if ranked is None or ranked.signature != signature:  # indexed again only when it changed
+        examples = [e for item in kept if (e := _example(item.value)) is not None]
+        built = await asyncio.to_thread(similarity.index, [e.asked for e in examples])
+        ranked = _Ranked(signature, examples, built)
+        _RANKED[category] = ranked
+    hits = await asyncio.to_thread(
+        similarity.retrieve, ranked.index, len(ranked.examples), query, k
+    )
+    return [ranked.examples[i] for i, _ in hits]
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """A category's examples as last indexed, and what they were (keys and times)."""
+
+    signature: tuple[tuple[str, str], ...]
+    examples: list[Example]
+    index: Any
+
+
+_RANKED: dict[str | None, _Ranked] = {}
 
 
 def _example(value: dict[str, object]) -> Example | None:
