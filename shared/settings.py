@@ -207,6 +207,11 @@ class HelpdeskSettings(DeskSettings):
     )
     helpdesk_tickets_path: str = "/tickets"
     helpdesk_ticket_path: str = "/tickets/{id}"
+    helpdesk_articles_path: str | None = Field(
+        default=None,
+        description="http: the help-centre articles the drafts are grounded in (e.g. /articles); "
+        "unset: none are read from the helpdesk",
+    )
     helpdesk_auth_header: str = "Authorization"
     helpdesk_auth_value: SecretStr | None = None
     helpdesk_connect_timeout: float = 3.0
@@ -249,6 +254,9 @@ class DrafterSettings(HelpdeskSettings):
     )
     knowledge_passages: int = Field(
         default=3, ge=1, le=20, description="passages retrieved for each draft"
+    )
+    knowledge_refetch: float = Field(
+        default=300.0, gt=0, description="seconds between reads of the helpdesk's articles"
     )
     examples: int = Field(
         default=3,

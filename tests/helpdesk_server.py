@@ -18,6 +18,21 @@ from shared.source.sql import SqlSource
 TOKEN = "Bearer s3cret-token"
 
 
+# The help centre's articles at /articles (one that does not fit the contract, to be skipped).
+ARTICLES: list[dict[str, Any]] = [
+    {
+        "id": "kb-4711",
+        "title": "Charged twice? Pending holds explained",
+        "category": "billing",
+        "tags": ["charged twice", "pending"],
+        "url": "https://help.example.com/articles/4711",
+        "body": "# Pending holds\n\nA retried payment can leave a pending hold that disappears "
+        "by itself within 3 to 5 business days.",
+    },
+    {"id": "kb-broken", "body": "no title"},
+]
+
+
 def helpdesk_app(source: SqlSource, release: asyncio.Event) -> Starlette:
     """The tickets API in two dialects (the defaults, and other names under /v2) with an auth
     check; a ticket as a helpdesk without conversations sends it (`/plain`, no `messages`) and
@@ -75,11 +90,17 @@ def helpdesk_app(source: SqlSource, release: asyncio.Event) -> Starlette:
     async def garbage(request: Request) -> Response:
         return Response("<html>surprise</html>", media_type="text/html")
 
+    async def articles(request: Request) -> Response:
+        if not authorised(request, "Authorization"):
+            return JSONResponse({"error": "unauthorised"}, status_code=401)
+        return JSONResponse({"articles": ARTICLES})
+
     default = ("Authorization", "tickets", "next_cursor", "updated_since", "cursor", "limit")
     v2 = ("X-Api-Key", "items", "next", "since", "after", "per_page")
     return Starlette(
         routes=[
             Route("/tickets", tickets(*default)),
+            Route("/articles", articles),
             Route("/tickets/{id}", ticket("Authorization")),
             Route("/v2/issues", tickets(*v2)),
             Route("/v2/issues/{id}/detail", ticket("X-Api-Key")),

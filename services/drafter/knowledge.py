@@ -26,6 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared import similarity
+from shared.source.base import Article
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,11 @@ def parse(article: str, text: str) -> list[Passage]:
         error = exc.errors()[0]
         field = ".".join(str(part) for part in error["loc"]) or "front matter"
         raise KnowledgeError(f"front matter {field}: {error['msg']}") from None
-    body = text[found.end() :]
+    return passages_of(article, meta, text[found.end() :])
+
+
+def passages_of(article: str, meta: ArticleMeta, body: str) -> list[Passage]:
+    """The passages of an article's Markdown body: one per heading, long sections cut."""
     passages: list[Passage] = []
     section = ""
     chunk: list[str] = []
@@ -133,14 +138,15 @@ def _unwrapped(block: str) -> str:
 class Knowledge:
     """The articles under `root`, indexed; thread-safe (the drafter searches from its loop)."""
 
-    def __init__(self, root: Path, *, recheck: float = 2.0) -> None:
-        self.root = root
+    def __init__(self, root: Path | None, *, recheck: float = 2.0) -> None:
+        self.root = root  # None: only the helpdesk's articles (`set_remote`)
         self.recheck = recheck
         self._files: dict[Path, _File] = {}
         self._passages: list[Passage] = []
         self._index: Any = None
         self._checked = float("-inf")
         self._refused: dict[Path, tuple[int, int]] = {}
+        self._remote: list[Passage] = []  # the helpdesk's articles, as last read
         self._lock = threading.Lock()
 
     @property
@@ -170,7 +176,27 @@ class Knowledge:
             found = similarity.retrieve(self._index, len(self._passages), query, k)
             return [self._passages[i] for i, _ in found]
 
+    def set_remote(self, articles: list[Article]) -> None:
+        """The helpdesk's articles as just read (`DESK_HELPDESK_ARTICLES_PATH`): indexed with
+        the files; an article whose text makes no passage is skipped."""
+        passages = [
+            p
+            for a in articles
+            for p in passages_of(
+                a.id,
+                ArticleMeta(title=a.title, category=a.category, tags=a.tags, url=a.url),
+                a.body,
+            )
+        ]
+        with self._lock:
+            if passages == self._remote:
+                return
+            self._remote = passages
+            self._rebuild()
+
     def _scan(self) -> bool:
+        if self.root is None:
+            return False
         try:
             paths = sorted(p for p in self.root.rglob("*.md") if p.is_file())
         except OSError as exc:
@@ -202,14 +228,18 @@ class Knowledge:
         return bool(changed)
 
     def _rebuild(self) -> None:
-        self._passages = [p for path in sorted(self._files) for p in self._files[path].passages]
+        self._passages = [
+            *(p for path in sorted(self._files) for p in self._files[path].passages),
+            *self._remote,
+        ]
         if not self._passages:
             self._index = None
             return
         self._index = similarity.index([p.searchable() for p in self._passages])
         log.info(
-            "knowledge base: %d passages from %d articles in %s",
+            "knowledge base: %d passages from %d articles in %s and %d from the helpdesk",
             len(self._passages),
             len(self._files),
-            self.root,
+            self.root or "no directory",
+            len(self._remote),
         )

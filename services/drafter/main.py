@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import functools
 import logging
 
 from shared import guidance
+from shared.errors import DeskError
 from shared.inbox import Decision
 from shared.ledger import Ledger
 from shared.service import Service
 from shared.settings import DrafterSettings
 from shared.source.configured import open_configured
+from shared.source.http import HttpSource
 
 from .checkpoints import open_storage, reachable
 from .graph import Deps, build_graph
 from .handlers import Drafter
+from .knowledge import Knowledge
 from .offline import OfflineDraftModel
 
 log = logging.getLogger(__name__)
@@ -43,6 +47,13 @@ async def run(settings: DrafterSettings) -> None:
                 settings.llm_base_url,
                 settings.llm_output,
             )
+        if deps.knowledge is not None and isinstance(source, HttpSource) and source.articles_path:
+            await _read_articles(source, deps.knowledge)  # before the first draft is taken
+            svc.every(
+                settings.knowledge_refetch,
+                functools.partial(_read_articles, source, deps.knowledge),
+                name="helpdesk articles",
+            )
         if svc.bus is None:
             return
         ledger = await Ledger.open(svc.bus.js, svc.name)
@@ -59,3 +70,14 @@ async def run(settings: DrafterSettings) -> None:
         # an approved reply withdrawn: its round is owed an answer again
         await svc.consume("drafter-results", drafter.on_result)
         await svc.until_stopped()
+
+
+async def _read_articles(source: HttpSource, knowledge: Knowledge) -> None:
+    """The helpdesk's articles into the knowledge base; when they cannot be read, the last ones
+    read stay (and the next run tries again)."""
+    try:
+        articles = await source.list_articles()
+    except DeskError as exc:
+        log.warning("the helpdesk's articles could not be read: %s", exc)
+        return
+    await asyncio.to_thread(knowledge.set_remote, articles)

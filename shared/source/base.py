@@ -99,6 +99,19 @@ class TicketPage(BaseModel):
     next_cursor: str | None = None  # None: this was the last page
 
 
+class Article(BaseModel):
+    """A help-centre article as the helpdesk's articles endpoint gives it (Markdown body)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = Field(min_length=1, max_length=200)
+    title: str = Field(min_length=1)
+    category: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    url: str | None = None
+    body: str
+
+
 def ticket_not_found(ticket_id: str) -> PermanentError:
     return PermanentError(f"ticket {ticket_id} does not exist in the source system")
 

@@ -14,6 +14,7 @@ def open_configured(settings: HelpdeskSettings) -> SourceSystem:
         settings.helpdesk_location(),
         tickets_path=settings.helpdesk_tickets_path,
         ticket_path=settings.helpdesk_ticket_path,
+        articles_path=settings.helpdesk_articles_path,
         auth_header=settings.helpdesk_auth_header,
         auth_value=auth.get_secret_value() if auth else None,
         connect_timeout=settings.helpdesk_connect_timeout,

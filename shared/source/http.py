@@ -24,7 +24,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from .. import answers
 from ..errors import PermanentError, TransientError
-from .base import Ticket, TicketPage, ticket_not_found
+from .base import Article, Ticket, TicketPage, ticket_not_found
 
 _TICKETS = TypeAdapter(list[Ticket])
 
@@ -45,6 +45,7 @@ class HttpSource:
         *,
         tickets_path: str = "/tickets",
         ticket_path: str = "/tickets/{id}",
+        articles_path: str | None = None,
         auth_header: str = "Authorization",
         auth_value: str | None = None,
         connect_timeout: float = 3.0,
@@ -57,6 +58,7 @@ class HttpSource:
     ) -> None:
         self.tickets_path = tickets_path
         self.ticket_path = ticket_path
+        self.articles_path = articles_path
         self.items_key = items_key
         self.next_key = next_key
         self.updated_since_param = updated_since_param
@@ -107,6 +109,28 @@ class HttpSource:
             # json decode and pydantic validation errors are ValueErrors
             raise PermanentError(f"malformed ticket list from the source at {path}") from exc
         return TicketPage(tickets=[in_order(t) for t in tickets], next_cursor=next_cursor or None)
+
+    async def list_articles(self) -> list[Article]:
+        """The help centre's articles (`{"articles": [...]}`); none without an articles path.
+        An article that does not fit the contract is skipped, the rest kept."""
+        if not self.articles_path:
+            return []
+        path = self.articles_path
+        response = await self._get(path, {})
+        self._check(response, path)
+        try:
+            items = response.json()["articles"]
+            if not isinstance(items, list):
+                raise TypeError("articles is not a list")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise PermanentError(f"malformed article list from the source at {path}") from exc
+        found = []
+        for item in items:
+            try:
+                found.append(Article.model_validate(item))
+            except ValidationError:
+                continue
+        return found
 
     async def close(self) -> None:
         await self._client.aclose()

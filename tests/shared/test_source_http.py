@@ -29,10 +29,11 @@ from shared import answers
 from shared.errors import PermanentError, TransientError
 from shared.http import HttpServer
 from shared.source import Customer, Message, Ticket, TicketPage
+from shared.source.base import Article
 from shared.source.demo import TICKETS
 from shared.source.http import CONTRACT, HttpSource
 from shared.source.sql import SqlSource
-from tests.helpdesk_server import TOKEN, helpdesk_app
+from tests.helpdesk_server import ARTICLES, TOKEN, helpdesk_app
 
 ORDERED = sorted(TICKETS, key=lambda t: (t.updated_at, t.id))
 
@@ -347,7 +348,7 @@ def test_the_contract_is_a_valid_openapi_3_1_document(contract: dict[str, Any]) 
         openapi_spec_validator.validate(broken)
 
 
-@pytest.mark.parametrize("model", [Ticket, Customer, Message, TicketPage])
+@pytest.mark.parametrize("model", [Ticket, Customer, Message, TicketPage, Article])
 def test_the_contract_lists_every_field_of_the_model(
     contract: dict[str, Any], model: type[BaseModel]
 ) -> None:
@@ -364,7 +365,12 @@ def test_the_contract_names_the_parameters_the_source_sends(contract: dict[str, 
     defaults = {
         name: p.default for name, p in inspect.signature(HttpSource.__init__).parameters.items()
     }
-    assert set(contract["paths"]) == {defaults["tickets_path"], defaults["ticket_path"]}
+    assert set(contract["paths"]) == {
+        defaults["tickets_path"],
+        defaults["ticket_path"],
+        "/articles",  # read only when DESK_HELPDESK_ARTICLES_PATH names it (no default)
+    }
+    assert defaults["articles_path"] is None
     listed = {p["name"] for p in contract["paths"]["/tickets"]["get"]["parameters"]}
     assert listed == {
         defaults["updated_since_param"],
@@ -437,3 +443,22 @@ async def test_the_helpdesk_server_answers_as_the_contract_says(
         garbage = await http.get("/garbage/T1001")  # the check can fail: HTML is no answer
         with pytest.raises(AssertionError):
             conforms(contract, "/tickets/{id}", garbage)
+
+
+async def test_the_help_centre_articles_are_read_and_one_off_contract_is_skipped(
+    api: str, contract: dict[str, Any]
+) -> None:
+    source = client(api, articles_path="/articles")
+    try:
+        [article] = await source.list_articles()
+    finally:
+        await source.close()
+    assert (article.id, article.category) == ("kb-4711", "billing")
+    assert "3 to 5 business days" in article.body
+    validator(contract, "Article").validate(ARTICLES[0])
+    assert not validator(contract, "Article").is_valid(ARTICLES[1])  # skipped: no title
+    without = client(api)  # no articles path: none read
+    try:
+        assert await without.list_articles() == []
+    finally:
+        await without.close()

@@ -77,7 +77,9 @@ class Deps:
             price_output=settings.llm_price_output,
             max_reply_chars=settings.max_reply_chars,
             allow_links=settings.allow_links,
-            knowledge=Knowledge(settings.knowledge_dir) if settings.knowledge_dir else None,
+            knowledge=Knowledge(settings.knowledge_dir)
+            if settings.knowledge_dir or settings.helpdesk_articles_path
+            else None,
             passages=settings.knowledge_passages,
             examples=settings.examples,
         )

@@ -6,6 +6,7 @@ with the best passage's facts and cites it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
@@ -17,7 +18,10 @@ from desk.helpdesk import DEMO_KNOWLEDGE
 from services.drafter import offline, prompt
 from services.drafter.knowledge import Knowledge, KnowledgeError, parse
 from shared.bus import Bus
+from shared.http import HttpServer
+from shared.source.sql import SqlSource
 from standins.llm import FakeLLM, default_responder
+from tests.helpdesk_server import TOKEN, helpdesk_app
 from tests.helpers import eventually
 
 from .conftest import Harness, items, send_event
@@ -180,3 +184,33 @@ def test_a_passage_reads_as_written_not_as_wrapped_in_the_file() -> None:
     assert passage.text == (
         "Open the report and choose Export.\n\n- CSV for spreadsheets\n- JSON for programs"
     )
+
+
+async def test_the_helpdesk_articles_endpoint_grounds_the_drafts_too(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    """DESK_HELPDESK_ARTICLES_PATH: the help centre's articles, read through the HTTP helpdesk
+    contract, are searched like files (here without any directory); one off contract is
+    skipped."""
+    server = HttpServer(
+        helpdesk_app(SqlSource(harness.helpdesk_url), asyncio.Event()), "127.0.0.1", 0
+    )
+    await server.start()
+    try:
+        fake_llm.responder = citing("kb-4711")
+        harness.start(
+            DESK_HELPDESK_KIND="http",
+            DESK_HELPDESK_URL=server.url,
+            DESK_HELPDESK_AUTH_VALUE=TOKEN,
+            DESK_HELPDESK_ARTICLES_PATH="/articles",
+        )
+        await send_event(bus, "T1012", "evt_1")  # "Charged twice for my subscription"
+        await eventually(lambda: items(bus), timeout=20, message="the inbox item")
+    finally:
+        await server.stop()
+    [item] = await items(bus)
+    given = knowledge_given(fake_llm.requests[0])
+    assert [g["article"] for g in given] == ["kb-4711"]
+    assert "disappears by itself within 3 to 5 business days" in given[0]["text"]
+    [citation] = item.citations
+    assert (citation.article, citation.url) == ("kb-4711", "https://help.example.com/articles/4711")

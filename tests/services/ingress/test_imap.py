@@ -76,7 +76,10 @@ async def test_unseen_mails_are_published_once_and_flagged_seen(
         assert msg_ids[0].startswith("email:r1@mail.example.com#sha256-")
         assert msg_ids[2].startswith("email:r3@mail.example.com#sha256-")
         assert len(set(msg_ids)) == 3
-        assert all(imap_server.seen_flags().values())
+        # flagged after its event is stored (published first, so nothing is lost): wait for it
+        await eventually(
+            lambda: all(imap_server.seen_flags().values()), message="the third mail flagged seen"
+        )
         assert imap_server.password not in poller.tail()
     finally:
         await bus.close()
