@@ -537,10 +537,11 @@ def running_stack(root: Path, seed: Callable[[Path], None] | None = None) -> Ite
     if seed is not None:
         seed(var)
     nats = NatsServer(root / "nats", sync_always=False, log_file=root / "nats.log")
-    env = {"DESK_NATS_URL": nats.url, "DESK_VAR_DIR": str(var)}
-    processes = {s: ServiceProcess([s], env, root / f"{s}.log") for s in SERVICES}
+    processes: dict[str, ServiceProcess] = {}
     try:
-        nats.start()
+        nats.start()  # its port is known once it runs (a taken port makes it pick another)
+        env = {"DESK_NATS_URL": nats.url, "DESK_VAR_DIR": str(var)}
+        processes = {s: ServiceProcess([s], env, root / f"{s}.log") for s in SERVICES}
         with ThreadPoolExecutor(len(SERVICES)) as pool:
             # generous: six interpreters importing at once on a small, shared machine
             for started in [pool.submit(p.start, True, 90.0) for p in processes.values()]:
