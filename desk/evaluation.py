@@ -36,6 +36,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -423,7 +424,7 @@ async def _review_log(url: str, token: str) -> CaseFile:
             items: dict[str, Any] = {}
             for d in decisions:
                 if d.get("type") in ("accept", "edit") and d.get("item_id") not in items:
-                    got = await client.get(f"/api/items/{d['item_id']}")
+                    got = await client.get(f"/api/items/{quote(d['item_id'], safe='')}")
                     if got.status_code == 200:
                         items[d["item_id"]] = got.json()
     except httpx.HTTPStatusError as exc:

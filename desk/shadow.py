@@ -28,6 +28,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -88,11 +89,10 @@ class Round:
 
 
 async def rounds_of(client: httpx.AsyncClient, ticket: str) -> list[Round]:
-    first = await client.get(f"/api/items/{ticket}~v1")
-    if first.status_code == 404:
+    """The rounds the live drafter drafted for `ticket` (its thread), each as its last version."""
+    detail = await _item(client, f"{ticket}~v1")
+    if detail is None:
         return []
-    first.raise_for_status()
-    detail = first.json()
     last: dict[str, dict[str, Any]] = {}
     for v in detail.get("versions") or []:
         if v.get("reply") is not None:  # a draft, not a supervisor notification
@@ -100,9 +100,18 @@ async def rounds_of(client: httpx.AsyncClient, ticket: str) -> list[Round]:
     decisions = {d.get("version"): d for d in detail.get("decisions") or []}
     found = []
     for v in last.values():
-        full = detail if v["id"] == detail["id"] else (await client.get(f"/api/items/{v['id']}"))
-        item = full if isinstance(full, dict) else full.json()
-        found.append(Round(item, decisions.get(v["version"])))
+        item = detail if v["id"] == detail["id"] else await _item(client, v["id"])
+        if item is not None:
+            found.append(Round(item, decisions.get(v["version"])))
+    return found
+
+
+async def _item(client: httpx.AsyncClient, item_id: str) -> dict[str, Any] | None:
+    answer = await client.get(f"/api/items/{quote(item_id, safe='')}")
+    if answer.status_code == 404:
+        return None
+    answer.raise_for_status()
+    found: dict[str, Any] = answer.json()
     return found
 
 

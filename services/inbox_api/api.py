@@ -9,6 +9,7 @@ limited before any route reads them (see `web.middleware`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from dataclasses import dataclass, field
@@ -220,6 +221,19 @@ async def get_item(request: Request) -> Response:
     return JSONResponse(item)
 
 
+async def _in_store(call: Any, *args: Any, missing: str | None = None, **kwargs: Any) -> Any:
+    """`call(*args, **kwargs)` off the event loop; the store's refusals as their answers
+    (404 with `missing`, or the store's words; 409; 422), returned as a Response."""
+    try:
+        return await asyncio.to_thread(functools.partial(call, *args, **kwargs))
+    except store.NotFound as exc:
+        return error(404, missing or str(exc))
+    except store.Conflict as exc:
+        return error(409, str(exc))
+    except store.Invalid as exc:
+        return error(422, str(exc))
+
+
 async def post_decision(request: Request) -> Response:
     who = authorize(request, "reviewer")
     if isinstance(who, Response):
@@ -233,16 +247,18 @@ async def post_decision(request: Request) -> Response:
         return error(status, f"{where}: {first['msg']}")
     kind, args = body.normalized()
     engine = _inbox(request).engine
-    try:
-        decision = await asyncio.to_thread(
-            store.decide, engine, request.path_params["id"], kind, args, body.version, who
-        )
-    except store.NotFound:
-        return error(404, "no such item")
-    except store.Conflict as exc:
-        return error(409, str(exc))
-    except store.Invalid as exc:
-        return error(422, str(exc))
+    decision = await _in_store(
+        store.decide,
+        engine,
+        request.path_params["id"],
+        kind,
+        args,
+        body.version,
+        who,
+        missing="no such item",
+    )
+    if isinstance(decision, Response):
+        return decision
     published = await publish_decision(_bus(request), engine, decision)
     return JSONResponse(
         {
@@ -342,12 +358,11 @@ async def post_instruction(request: Request) -> Response:
     if isinstance(body, Response):
         return body
     engine = _inbox(request).engine
-    try:
-        row = await asyncio.to_thread(
-            store.write_instruction, engine, body.get("category"), body.get("text"), who.name
-        )
-    except store.Invalid as exc:
-        return error(422, str(exc))
+    row = await _in_store(
+        store.write_instruction, engine, body.get("category"), body.get("text"), who.name
+    )
+    if isinstance(row, Response):
+        return row
     log.info("standing instruction %s written by %s", row["id"], who.name)
     await publish_guidance(_bus(request), engine)
     return JSONResponse(row, status_code=201)
@@ -369,19 +384,17 @@ async def change_instruction(request: Request) -> Response:
             return body
         text = body.get("text")
     engine = _inbox(request).engine
-    try:
-        row = await asyncio.to_thread(
-            store.change_instruction,
-            engine,
-            instruction_id,
-            who.name,
-            text=text,
-            remove=request.method == "DELETE",
-        )
-    except store.NotFound:
-        return error(404, "no such standing instruction")
-    except store.Invalid as exc:
-        return error(422, str(exc))
+    row = await _in_store(
+        store.change_instruction,
+        engine,
+        instruction_id,
+        who.name,
+        text=text,
+        remove=request.method == "DELETE",
+        missing="no such standing instruction",
+    )
+    if isinstance(row, Response):
+        return row
     verb = "removed" if request.method == "DELETE" else "edited"
     log.info("standing instruction %s %s by %s", instruction_id, verb, who.name)
     await publish_guidance(_bus(request), engine)
@@ -413,22 +426,11 @@ async def post_autosend(request: Request) -> Response:
     if not isinstance(on, bool):
         return error(422, "enabled: true or false")
     category = request.path_params["category"]
-    try:
-        row = await asyncio.to_thread(
-            store.autosend.change,
-            inbox.engine,
-            category,
-            on,
-            who.name,
-            inbox.policy,
-            body.get("eval"),
-        )
-    except store.NotFound as exc:
-        return error(404, str(exc))
-    except store.Conflict as exc:
-        return error(409, str(exc))
-    except store.Invalid as exc:
-        return error(422, str(exc))
+    row = await _in_store(
+        store.autosend.change, inbox.engine, category, on, who.name, inbox.policy, body.get("eval")
+    )
+    if isinstance(row, Response):
+        return row
     log.warning("auto-send %s for %s by %s", row["action"], category, who.name)
     return JSONResponse(row)
 
@@ -442,22 +444,18 @@ async def post_audit(request: Request) -> Response:
     if isinstance(body, Response):
         return body
     inbox = _inbox(request)
-    try:
-        found = await asyncio.to_thread(
-            store.autosend.audit,
-            inbox.engine,
-            request.path_params["id"],
-            body.get("verdict"),
-            who.name,
-            body.get("note"),
-            inbox.policy,
-        )
-    except store.NotFound:
-        return error(404, "no such auto-sent item")
-    except store.Conflict as exc:
-        return error(409, str(exc))
-    except store.Invalid as exc:
-        return error(422, str(exc))
+    found = await _in_store(
+        store.autosend.audit,
+        inbox.engine,
+        request.path_params["id"],
+        body.get("verdict"),
+        who.name,
+        body.get("note"),
+        inbox.policy,
+        missing="no such auto-sent item",
+    )
+    if isinstance(found, Response):
+        return found
     if found["demoted"]:
         log.warning("auto-send demoted for %s: audits found edits", found["demoted"]["category"])
     return JSONResponse(found)

@@ -37,6 +37,11 @@ def _errors(*codes: int) -> dict[str, Any]:
     return {str(c): _answer(text[c], _ERROR) for c in sorted({*codes, 408, 413, 429})}
 
 
+def _body(schema: dict[str, Any]) -> dict[str, Any]:
+    """A required JSON request body of `schema`."""
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
 def _path_id(description: str, kind: str = "string") -> dict[str, Any]:
     return {
         "name": "id",
@@ -315,14 +320,7 @@ def document() -> dict[str, Any]:
                 "post": {
                     "summary": "Decide on the version you saw",
                     "parameters": [_path_id("item id")],
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/json": {
-                                "schema": {"$ref": "#/components/schemas/DecisionRequest"}
-                            }
-                        },
-                    },
+                    "requestBody": _body({"$ref": "#/components/schemas/DecisionRequest"}),
                     "responses": {
                         "202": _answer("recorded and published", {"type": "object"}),
                         **_errors(400, 401, 403, 404, 409, 422, 503),
@@ -410,21 +408,16 @@ def document() -> dict[str, Any]:
                 },
                 "post": {
                     "summary": "Write a standing instruction for a category",
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "required": ["category", "text"],
-                                    "properties": {
-                                        "category": {"enum": list(CATEGORIES)},
-                                        "text": {"type": "string", "maxLength": 500},
-                                    },
-                                }
-                            }
-                        },
-                    },
+                    "requestBody": _body(
+                        {
+                            "type": "object",
+                            "required": ["category", "text"],
+                            "properties": {
+                                "category": {"enum": list(CATEGORIES)},
+                                "text": {"type": "string", "maxLength": 500},
+                            },
+                        }
+                    ),
                     "responses": {
                         "201": _answer("written", {"$ref": "#/components/schemas/Instruction"}),
                         **_errors(400, 401, 403, 422, 503),
@@ -435,18 +428,13 @@ def document() -> dict[str, Any]:
                 "patch": {
                     "summary": "Edit an active instruction's text",
                     "parameters": [_path_id("instruction id", "integer")],
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "required": ["text"],
-                                    "properties": {"text": {"type": "string", "maxLength": 500}},
-                                }
-                            }
-                        },
-                    },
+                    "requestBody": _body(
+                        {
+                            "type": "object",
+                            "required": ["text"],
+                            "properties": {"text": {"type": "string", "maxLength": 500}},
+                        }
+                    ),
                     "responses": {
                         "200": _answer("edited", {"$ref": "#/components/schemas/Instruction"}),
                         **_errors(400, 401, 403, 404, 422, 503),
@@ -483,24 +471,19 @@ def document() -> dict[str, Any]:
                             "schema": {"enum": list(CATEGORIES)},
                         }
                     ],
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "required": ["enabled"],
-                                    "properties": {
-                                        "enabled": {"type": "boolean"},
-                                        "eval": {
-                                            "type": ["object", "null"],
-                                            "description": "the `desk eval --json` report",
-                                        },
-                                    },
-                                }
-                            }
-                        },
-                    },
+                    "requestBody": _body(
+                        {
+                            "type": "object",
+                            "required": ["enabled"],
+                            "properties": {
+                                "enabled": {"type": "boolean"},
+                                "eval": {
+                                    "type": ["object", "null"],
+                                    "description": "the `desk eval --json` report",
+                                },
+                            },
+                        }
+                    ),
                     "responses": {
                         "200": _answer("the trail entry", {"type": "object"}),
                         **_errors(400, 401, 403, 404, 409, 422, 503),
@@ -511,21 +494,16 @@ def document() -> dict[str, Any]:
                 "post": {
                     "summary": "Audit an auto-sent reply: fine, or edited (it needed changes)",
                     "parameters": [_path_id("item id")],
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "required": ["verdict"],
-                                    "properties": {
-                                        "verdict": {"enum": ["fine", "edited"]},
-                                        "note": {"type": "string"},
-                                    },
-                                }
-                            }
-                        },
-                    },
+                    "requestBody": _body(
+                        {
+                            "type": "object",
+                            "required": ["verdict"],
+                            "properties": {
+                                "verdict": {"enum": ["fine", "edited"]},
+                                "note": {"type": "string"},
+                            },
+                        }
+                    ),
                     "responses": {
                         "200": _answer("recorded; `demoted` when it demoted the category"),
                         **_errors(400, 401, 403, 404, 409, 422, 503),

@@ -113,12 +113,7 @@ def change(
                 problems.append(why)
             if problems:
                 raise Invalid("auto-send needs its evidence: " + "; ".join(problems))
-            summary = report.get("overall") if isinstance(report, dict) else None
-            found["eval"] = {
-                "cases_file": report.get("cases_file") if isinstance(report, dict) else None,
-                "model": report.get("model") if isinstance(report, dict) else None,
-                "overall": summary,
-            }
+            found["eval"] = {k: report.get(k) for k in ("cases_file", "model", "overall")}
         elif not enabled(session, category):
             raise Conflict(f"auto-send is not on for {category}")
         row = AutoSendRow(
