@@ -1,5 +1,9 @@
 """Decisions: one per item version, enforced by a UNIQUE constraint, so a double click decides
-once; recorded before they are published, and published again until the bus has them."""
+once; recorded before they are published, and published again until the bus has them.
+
+A decision posted again as it was recorded (same version, kind, reviewer and text; a browser or
+client retrying after its connection dropped) is answered with the recorded one, not a 409:
+the reviewer learns that what they asked for was taken, and nothing is decided twice."""
 
 from __future__ import annotations
 
@@ -78,6 +82,9 @@ def decide(
         if version != row.version:
             raise Conflict(f"you saw v{version}; this item is v{row.version}")
         if row.status != "waiting":
+            repeated = _recorded(session, row, kind, args, reviewer)
+            if repeated is not None:
+                return repeated
             latest = session.exec(
                 select(func.max(ItemRow.version)).where(ItemRow.thread == row.thread)
             ).one()
@@ -142,6 +149,9 @@ def decide(
             session.commit()
         except IntegrityError:
             session.rollback()
+            repeated = _recorded(session, row, kind, args, reviewer)
+            if repeated is not None:  # the same decision, posted twice at once
+                return repeated
             raise Conflict("this item was decided a moment ago") from None
         metrics.DECISIONS.labels(row.category or "other", kind).inc()
         return Decision(
@@ -155,6 +165,43 @@ def decide(
             round=row.round or "r1",
             auto=auto is not None,
         )
+
+
+def _recorded(
+    session: Session, row: ItemRow, kind: str, args: Any, reviewer: Reviewer
+) -> Decision | None:
+    """The decision already recorded on this version, if `kind`/`args` by `reviewer` repeat it."""
+    found = session.exec(
+        select(DecisionRow).where(
+            DecisionRow.thread == row.thread, DecisionRow.version == row.version
+        )
+    ).first()
+    if found is None or found.type != kind or found.reviewer != reviewer.name:
+        return None
+    if kind == "edit":
+        try:
+            text = str(_edited_request(row, args).args.get("reply") or "").strip()
+        except Invalid:
+            return None
+        if text != found.final_text:
+            return None
+    elif kind == "response" and str(args or "").strip() != found.feedback:
+        return None
+    return _decision_of(found)
+
+
+def _decision_of(r: DecisionRow) -> Decision:
+    return Decision(
+        type=r.type,  # type: ignore[arg-type]
+        args=r.args,
+        item_id=r.item_id,
+        thread=r.thread,
+        version=r.version,
+        reviewer=r.reviewer,
+        decided_at=as_utc(r.decided_at),  # type: ignore[arg-type]
+        round=r.round or "r1",
+        auto=bool(r.auto),
+    )
 
 
 def traceparent_of(engine: Engine, item_id: str) -> str | None:
@@ -183,17 +230,4 @@ def unpublished(engine: Engine, older_than: float) -> list[Decision]:
                 col(DecisionRow.published).is_(False), col(DecisionRow.decided_at) <= cutoff
             )
         ).all()
-        return [
-            Decision(
-                type=r.type,  # type: ignore[arg-type]
-                args=r.args,
-                item_id=r.item_id,
-                thread=r.thread,
-                version=r.version,
-                reviewer=r.reviewer,
-                decided_at=as_utc(r.decided_at),  # type: ignore[arg-type]
-                round=r.round or "r1",
-                auto=bool(r.auto),
-            )
-            for r in rows
-        ]
+        return [_decision_of(r) for r in rows]
