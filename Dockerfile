@@ -30,6 +30,13 @@ WORKDIR /src
 COPY requirements.lock ./
 RUN /opt/desk/bin/pip install --upgrade pip \
  && /opt/desk/bin/pip install --require-hashes -r requirements.lock
+# The opt-in embeddings retriever (DESK_KNOWLEDGE_RETRIEVER=embeddings) adds about 1 GB: only
+# with `docker build --build-arg EMBEDDINGS=1 .` (torch's CPU build, from TORCH_WHEELS).
+ARG EMBEDDINGS=
+ARG TORCH_WHEELS=https://download.pytorch.org/whl/cpu/torch/
+COPY requirements-embeddings.lock ./
+RUN if [ -n "$EMBEDDINGS" ]; then /opt/desk/bin/pip install --require-hashes --no-deps \
+      --find-links "$TORCH_WHEELS" -r requirements-embeddings.lock; fi
 # Only what the wheel is built from (see .dockerignore for what never reaches the context).
 COPY pyproject.toml README.md ./
 COPY shared ./shared

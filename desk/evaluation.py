@@ -35,7 +35,7 @@ import re
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 from urllib.parse import quote
 
 import yaml
@@ -43,12 +43,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from shared.errors import DeskError
 from shared.inbox import CATEGORIES
-from shared.settings import ConfigError, DrafterSettings, first_error
+from shared.settings import ConfigError, DrafterSettings, RetrieverName, first_error
 
 DEMO_CASES = Path(__file__).parent / "evals" / "demo.yaml"
 PASS_CATEGORY = 0.9
 PASS_CRITERIA = 0.9
 MONEY = r"re:(\$|€|£)\s?\d"
+
+
+RETRIEVERS = get_args(RetrieverName)  # DESK_KNOWLEDGE_RETRIEVER's choices
 
 
 class EvalError(Exception):
@@ -335,14 +338,20 @@ def configured(settings: DrafterSettings) -> tuple[Any, str]:
     the model's name."""
     from services.drafter import Deps, OfflineDraftModel
 
-    deps = Deps.configured(settings, source=None)  # type: ignore[arg-type]
+    try:
+        deps = Deps.configured(settings, source=None)  # type: ignore[arg-type]
+    except ConfigError as exc:  # the embeddings retriever without its packages or model
+        raise EvalError(str(exc)) from None
     offline = isinstance(deps.model, OfflineDraftModel)
     return deps, "offline (built-in)" if offline else settings.llm_model
 
 
-def candidate(model: str | None, knowledge: Path | None) -> DrafterSettings:
-    """The drafter's settings with a candidate model and knowledge base; the demo's articles
-    when none is configured and no helpdesk is (what `desk up` gives the demo's drafter)."""
+def candidate(
+    model: str | None, knowledge: Path | None, retriever: str | None = None
+) -> DrafterSettings:
+    """The drafter's settings with a candidate model, knowledge base and retriever; the demo's
+    articles when none is configured and no helpdesk is (what `desk up` gives the demo's
+    drafter)."""
     from .helpdesk import DEMO_KNOWLEDGE
 
     try:
@@ -354,6 +363,8 @@ def candidate(model: str | None, knowledge: Path | None) -> DrafterSettings:
     update: dict[str, Any] = {}
     if model:
         update["llm_model"] = model
+    if retriever:
+        update["knowledge_retriever"] = retriever
     if knowledge:
         update["knowledge_dir"] = knowledge
     elif settings.knowledge_dir is None and not {"DESK_HELPDESK_URL", "DESK_HELPDESK_KIND"} & set(
@@ -367,6 +378,8 @@ async def run(cases: CaseFile, settings: DrafterSettings, system: str, prompt_na
     deps, name = configured(settings)
     outcomes = [await evaluate(case, deps, system) for case in cases.cases]
     knowledge = str(settings.knowledge_dir) if settings.knowledge_dir else "none"
+    if deps.knowledge is not None and settings.knowledge_retriever != "bm25":
+        knowledge += f" ({settings.knowledge_retriever})"
     return Report(cases.name, cases.version, name, prompt_name, knowledge, outcomes)
 
 
@@ -446,6 +459,11 @@ def add_arguments(subparsers: Any) -> None:
         "--knowledge", type=Path, help="the knowledge directory (default: DESK_KNOWLEDGE_DIR)"
     )
     ev.add_argument(
+        "--retriever",
+        choices=RETRIEVERS,
+        help="how passages are found (default: DESK_KNOWLEDGE_RETRIEVER, bm25)",
+    )
+    ev.add_argument(
         "--from-review-log",
         action="store_true",
         help="make cases of the replies reviewers sent (inbox API) and evaluate those",
@@ -460,7 +478,7 @@ def main(args: argparse.Namespace) -> int:
     from . import inbox
 
     try:
-        settings = candidate(args.model, args.knowledge)
+        settings = candidate(args.model, args.knowledge, args.retriever)
         system, prompt_name = prompt_of(args.prompt)
         if args.from_review_log:
             try:

@@ -39,7 +39,7 @@ from shared.history import stored_since
 from shared.settings import DeskSettings, DrafterSettings
 from shared.source.events import ticket_ref
 
-from .evaluation import EvalError, candidate, configured, prompt_of
+from .evaluation import RETRIEVERS, EvalError, candidate, configured, prompt_of
 from .statefile import STATE_FILE
 
 USER = "shadow"
@@ -241,6 +241,7 @@ def add_arguments(subparsers: Any) -> None:
     sh.add_argument("--model", help="the candidate model at the endpoint")
     sh.add_argument("--prompt", type=Path, help="a file holding the candidate system prompt")
     sh.add_argument("--knowledge", type=Path, help="the knowledge directory to try")
+    sh.add_argument("--retriever", choices=RETRIEVERS, help="how passages are found")
     sh.add_argument("--url", help="inbox API base URL (default: the running stack's)")
     sh.add_argument("--token", help="a viewer token (default: $DESK_TOKEN, else the stack's)")
     sh.add_argument("--json", type=Path, help="where the shadow inbox goes (default: var/shadow/)")
@@ -317,7 +318,7 @@ async def _run(args: argparse.Namespace, settings: DrafterSettings) -> dict[str,
 
 def main(args: argparse.Namespace) -> int:
     try:
-        settings = candidate(args.model, args.knowledge)
+        settings = candidate(args.model, args.knowledge, args.retriever)
         report = asyncio.run(_run(args, settings))
     except EvalError as exc:
         print(f"desk shadow: {exc}", file=sys.stderr)

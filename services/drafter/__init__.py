@@ -11,11 +11,12 @@ graph and what it runs with, for the benchmark that times the graph alone.
 
 And what `desk eval` drafts with, exactly as the graph's `draft` node does: `write(deps, ticket,
 round, Asked(...))`, the model `make_model(settings)` answers with (`output_for`), the
-`Knowledge` base and its `query` for a round (`Asked().system` is the built-in prompt).
+`Knowledge` base and its `query` for a round (`Asked().system` is the built-in prompt), and
+the retriever `DESK_KNOWLEDGE_RETRIEVER` names (`retriever_of`).
 """
 
 from .graph import Deps, build_graph
-from .knowledge import Knowledge
+from .knowledge import Knowledge, retriever_of
 from .model import make_model, output_for
 from .offline import OfflineDraftModel
 from .prompt import query
@@ -32,5 +33,6 @@ __all__ = [
     "make_model",
     "output_for",
     "query",
+    "retriever_of",
     "write",
 ]

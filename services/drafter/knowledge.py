@@ -1,4 +1,5 @@
-"""The team's knowledge base: Markdown articles in a directory, searched with BM25.
+"""The team's knowledge base: Markdown articles in a directory, searched with BM25 (or, opted
+into, sentence embeddings: `embeddings.Embeddings`).
 
     knowledge = Knowledge(Path("knowledge"))
     knowledge.search("I was charged twice for my order")   # the best passages, best first
@@ -20,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -64,6 +65,40 @@ class Passage:
 class _File:
     stamp: tuple[int, int]  # (mtime_ns, size): read again only when it changes
     passages: list[Passage]
+
+
+class Retriever(Protocol):
+    """How passages are found: an index built from their texts, searched with a query."""
+
+    name: str
+
+    def index(self, texts: list[str]) -> Any: ...
+
+    def retrieve(self, index: Any, count: int, query: str, k: int) -> list[tuple[int, float]]:
+        """Positions in the index (and scores) of the `k` best texts, best first."""
+        ...
+
+
+class Bm25:
+    """BM25 (`bm25s`, English stemming): the default retriever."""
+
+    name = "bm25"
+
+    def index(self, texts: list[str]) -> Any:
+        return similarity.index(texts)
+
+    def retrieve(self, index: Any, count: int, query: str, k: int) -> list[tuple[int, float]]:
+        return similarity.retrieve(index, count, query, k)
+
+
+def retriever_of(name: str, model: Path | None = None) -> Retriever:
+    """The retriever `DESK_KNOWLEDGE_RETRIEVER` names; embeddings load their model now (a
+    `ConfigError` when they cannot)."""
+    if name == "embeddings":
+        from .embeddings import Embeddings
+
+        return Embeddings(model)
+    return Bm25()
 
 
 class KnowledgeError(ValueError):
@@ -138,9 +173,12 @@ def _unwrapped(block: str) -> str:
 class Knowledge:
     """The articles under `root`, indexed; thread-safe (the drafter searches from its loop)."""
 
-    def __init__(self, root: Path | None, *, recheck: float = 2.0) -> None:
+    def __init__(
+        self, root: Path | None, *, recheck: float = 2.0, retriever: Retriever | None = None
+    ) -> None:
         self.root = root  # None: only the helpdesk's articles (`set_remote`)
         self.recheck = recheck
+        self.retriever = retriever or Bm25()
         self._files: dict[Path, _File] = {}
         self._passages: list[Passage] = []
         self._index: Any = None
@@ -173,7 +211,7 @@ class Knowledge:
         with self._lock:
             if self._index is None:
                 return []
-            found = similarity.retrieve(self._index, len(self._passages), query, k)
+            found = self.retriever.retrieve(self._index, len(self._passages), query, k)
             return [self._passages[i] for i, _ in found]
 
     def set_remote(self, articles: list[Article]) -> None:
@@ -235,11 +273,12 @@ class Knowledge:
         if not self._passages:
             self._index = None
             return
-        self._index = similarity.index([p.searchable() for p in self._passages])
+        self._index = self.retriever.index([p.searchable() for p in self._passages])
         log.info(
-            "knowledge base: %d passages from %d articles in %s and %d from the helpdesk",
+            "knowledge base: %d passages from %d articles in %s and %d from the helpdesk (%s)",
             len(self._passages),
             len(self._files),
             self.root or "no directory",
             len(self._remote),
+            self.retriever.name,
         )

@@ -256,7 +256,7 @@ async def test_list_filters_by_priority_and_sorts_urgent_first(
         parse("inbox", "list", "--priority", "whenever")
 
 
-async def test_accept_publishes_a_decision_and_a_second_accept_gets_409(
+async def test_accept_publishes_a_decision_and_a_different_second_decision_gets_409(
     inbox: Inbox, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert inbox.run("accept", DRAFT_ID) == 0
@@ -271,9 +271,12 @@ async def test_accept_publishes_a_decision_and_a_second_accept_gets_409(
     assert (decision["item_id"], decision["version"]) == (DRAFT_ID, 1)
     assert decision["reviewer"] == "reviewer"
 
-    assert inbox.run("accept", DRAFT_ID) != 0
+    assert inbox.run("accept", DRAFT_ID) == 0  # run again: the accept stands, nothing more
+    assert capsys.readouterr().out.strip() == f"accepted {DRAFT_ID}"
+    assert inbox.run("ignore", DRAFT_ID) != 0
     err = capsys.readouterr().err.strip()
-    assert err == "desk inbox accept: 409 this item is sending, not waiting for a decision"
+    assert err == "desk inbox ignore: 409 this item is sending, not waiting for a decision"
+    assert len(await inbox.decisions()) == 1
 
     assert inbox.run("show", DRAFT_ID) == 0
     out = capsys.readouterr().out

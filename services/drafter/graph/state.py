@@ -12,7 +12,7 @@ from shared.guidance import Guidance
 from shared.settings import DrafterSettings
 from shared.source import SourceSystem
 
-from ..knowledge import Knowledge
+from ..knowledge import Knowledge, retriever_of
 from ..model import Output
 
 
@@ -77,7 +77,10 @@ class Deps:
             price_output=settings.llm_price_output,
             max_reply_chars=settings.max_reply_chars,
             allow_links=settings.allow_links,
-            knowledge=Knowledge(settings.knowledge_dir)
+            knowledge=Knowledge(
+                settings.knowledge_dir,
+                retriever=retriever_of(settings.knowledge_retriever, settings.embeddings_model),
+            )
             if settings.knowledge_dir or settings.helpdesk_articles_path
             else None,
             passages=settings.knowledge_passages,
