@@ -15,14 +15,23 @@ without waiting for them, while people keep checking a sample, and loses it when
   edits, the category is demoted to human review at once.
 
 Every enabling, disabling and demotion is a row in `inbox_autosend` with who and the evidence.
+
+Most teams turn it on for no category: the projection asks `on_for(engine)`, the categories on
+now, read at most every `ON_FOR_TTL` seconds (and again at once after a change made by this
+process), before it tries the policy's transaction. That read only keeps items out of it; the
+transaction decides, so an answer a few seconds old never sends what it should not.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -32,6 +41,11 @@ from .errors import Conflict, Invalid, NotFound
 from .tables import AutoSendRow, DecisionRow, ItemRow, as_utc, now
 
 AUDIT_WINDOW = 20  # the latest audits of a category a demotion looks at
+ON_FOR_TTL = 5.0  # seconds `on_for` answers from what it read (another replica's change)
+_on_for: weakref.WeakKeyDictionary[Engine, tuple[float, frozenset[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+_on_for_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -49,6 +63,33 @@ def _latest(session: Session, category: str) -> AutoSendRow | None:
         .order_by(col(AutoSendRow.id).desc())
         .limit(1)
     ).first()
+
+
+def on_for(engine: Engine) -> frozenset[str]:
+    """The categories auto-send is on for now, as read at most `ON_FOR_TTL` seconds ago."""
+    with _on_for_lock:
+        cached = _on_for.get(engine)
+    if cached is not None and time.monotonic() - cached[0] < ON_FOR_TTL:
+        return cached[1]
+    read_at = time.monotonic()
+    with Session(engine) as session:
+        latest = (
+            select(func.max(AutoSendRow.id)).group_by(col(AutoSendRow.category)).scalar_subquery()
+        )
+        rows = session.exec(
+            select(AutoSendRow.category).where(
+                col(AutoSendRow.id).in_(latest), AutoSendRow.action == "enabled"
+            )
+        ).all()
+    found = frozenset(rows)
+    with _on_for_lock:
+        _on_for[engine] = (read_at, found)
+    return found
+
+
+def _changed(engine: Engine) -> None:
+    with _on_for_lock:
+        _on_for.pop(engine, None)
 
 
 def enabled(session: Session, category: str | None) -> bool:
@@ -125,6 +166,7 @@ def change(
         )
         session.add(row)
         session.commit()
+        _changed(engine)
         return trail_json(row)
 
 
@@ -203,6 +245,8 @@ def audit(
             )
             session.add(demoted)
         session.commit()
+        if demoted is not None:
+            _changed(engine)
         return {
             "item_id": item_id,
             "audit": verdict,

@@ -7,14 +7,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from sqlmodel import Session
 
 from desk.natsserver import NatsServer
+from services.inbox_api import store
+from services.inbox_api.store.tables import AutoSendRow, now
 from shared import subjects
 from shared.bus import Bus
+from shared.db import make_engine
 from shared.inbox import AUTO_SEND
 from tests.helpers import eventually
 from tests.inbox_items import draft_item, published_decisions
@@ -180,3 +185,26 @@ async def test_the_page_shows_the_policy_and_a_reviewer_audits_an_auto_sent_repl
         assert again.status_code == 409
     async with api.client() as client:
         assert (await client.get("/api/autosend")).json()["categories"]["refund"]["enabled"]
+
+
+async def test_a_change_made_by_another_replica_reaches_the_projection_within_its_ttl(
+    tmp_path: Path,
+) -> None:
+    """Two inbox replicas on one database: what one turns on, the other's projection tries
+    within `ON_FOR_TTL` seconds; what this replica changes, it sees at once."""
+    url = f"sqlite:///{tmp_path / 'inbox.sqlite'}"
+    here, there = make_engine(url), make_engine(url)
+    store.create_tables(here)
+    assert store.autosend.on_for(here) == store.autosend.on_for(there) == frozenset()
+    with Session(there) as session:  # the other replica's admin turned refund on
+        session.add(AutoSendRow(category="refund", action="enabled", at=now(), by="admin"))
+        session.commit()
+    await eventually(
+        lambda: store.autosend.on_for(here) == {"refund"},
+        timeout=store.autosend.ON_FOR_TTL + 5,
+        message="the other replica's change seen",
+    )
+    store.autosend.change(here, "refund", False, "admin", store.autosend.Policy())
+    assert store.autosend.on_for(here) == frozenset()  # its own change: at once
+    here.dispose()
+    there.dispose()
