@@ -231,7 +231,7 @@ async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> No
     [event] = [json.loads(line) for line in tail.stdout.splitlines()]
     assert (event["type"], event["data"]["ticket_id"]) == ("reply.sent", "T1012")
     assert event["data"]["text"] == drafted_item.action_request.args["reply"]
-    again = desk(stack, "inbox", "accept", "T1012~v1")
+    again = desk(stack, "inbox", "ignore", "T1012~v1")  # decided already: refused
     assert again.returncode != 0 and "409" in again.stderr
     bus = await Bus.connect(stack.state()["nats_admin_url"], service="test")
     try:
