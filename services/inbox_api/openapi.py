@@ -319,10 +319,17 @@ def document() -> dict[str, Any]:
             "/api/items/{id}/decision": {
                 "post": {
                     "summary": "Decide on the version you saw",
-                    "parameters": [_path_id("item id")],
+                    "description": "`version` is the version the reviewer saw; a named "
+                    "version that is no longer current gets 409. Without it (LangChain's "
+                    "clients send none) the version the item id names is decided, if it still "
+                    "waits. The same decision posted again is answered 202 with the recorded "
+                    "one.",
+                    "parameters": [_path_id("item id, <thread>~v<version>")],
                     "requestBody": _body({"$ref": "#/components/schemas/DecisionRequest"}),
                     "responses": {
-                        "202": _answer("recorded and published", {"type": "object"}),
+                        "202": _answer(
+                            "recorded (or recorded already) and published", {"type": "object"}
+                        ),
                         **_errors(400, 401, 403, 404, 409, 422, 503),
                     },
                 }

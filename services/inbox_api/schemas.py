@@ -13,14 +13,20 @@ class EditedAction(BaseModel):
 
 
 class DecisionRequest(BaseModel):
-    """An Agent Inbox HumanResponse plus the version the reviewer saw; LangChain's
-    human-in-the-loop words (approve, reject, respond, edit with edited_action) work too."""
+    """An Agent Inbox HumanResponse plus the version the reviewer saw (optional: LangChain's
+    clients never send one); LangChain's human-in-the-loop words (approve, reject, respond, edit
+    with edited_action) work too."""
 
     model_config = ConfigDict(extra="forbid")
 
     type: Literal["accept", "edit", "response", "ignore", "approve", "reject", "respond"]
     args: Any = None
-    version: int = Field(ge=1)
+    version: int | None = Field(
+        default=None,
+        ge=1,
+        description="the version the reviewer saw: a named version that is no longer current "
+        "gets 409; omitted (as LangChain clients do), the version the item id names",
+    )
     edited_action: EditedAction | None = None
     message: str | None = None
 

@@ -67,19 +67,20 @@ def decide(
     item_id: str,
     kind: str,
     args: Any,
-    version: int,
+    version: int | None,
     reviewer: Reviewer,
     *,
     auto: Callable[[Session, ItemRow], bool] | None = None,
 ) -> Decision:
     """Record a decision (the trail row) and return it for publishing; raises 404/409/422 kinds.
+    `version` is the one the reviewer saw (None: the item's own, for clients that send none).
     With `auto`, the auto-send policy decides: only if `auto(session, item)` holds, in the same
     transaction (else `Conflict`)."""
     with Session(engine, expire_on_commit=False) as session:
         row = session.get(ItemRow, item_id)
         if row is None:
             raise NotFound(f"no item {item_id}")
-        if version != row.version:
+        if version is not None and version != row.version:
             raise Conflict(f"you saw v{version}; this item is v{row.version}")
         if row.status != "waiting":
             repeated = _recorded(session, row, kind, args, reviewer)

@@ -97,7 +97,7 @@ async def test_status_codes(api: Api, nats_bus: Bus) -> None:
         ).status_code == 404
         assert (await client.post(url, content=b"{not json")).status_code == 400
         assert (await client.post(url, json={"type": "maybe", "version": 1})).status_code == 422
-        assert (await client.post(url, json={"type": "accept"})).status_code == 422
+        assert (await client.post(url, json={"type": "accept", "version": 0})).status_code == 422
         assert (
             await client.post(url, json={"type": "edit", "version": 1, "args": {"reply": "  "}})
         ).status_code == 422
@@ -180,6 +180,28 @@ async def test_a_decision_posted_again_after_a_lost_answer_is_answered_with_the_
     async with api.client() as client:
         trail = (await client.get(f"/api/items/{thread}~v1")).json()
     assert trail["status"] == "sending"
+
+
+async def test_a_langchain_client_decides_without_a_version(api: Api, nats_bus: Bus) -> None:
+    """LangChain's clients send a HumanResponse without the version: the version the item id
+    names is meant, and one a redraft superseded is still refused."""
+    thread, redrafted = new_thread(), new_thread()
+    await waiting(api, nats_bus, draft_item(thread), draft_item(redrafted, 1))
+    await waiting(api, nats_bus, draft_item(redrafted, 2, feedback=["shorter"]))
+    async with api.client() as client:
+        approved = await client.post(f"/api/items/{thread}~v1/decision", json={"type": "approve"})
+        assert approved.status_code == 202, approved.text
+        stale = await client.post(f"/api/items/{redrafted}~v1/decision", json={"type": "approve"})
+        assert stale.status_code == 409
+        assert "superseded by v2" in stale.json()["error"]
+        responded = await client.post(
+            f"/api/items/{redrafted}~v2/decision", json={"type": "respond", "message": "Warmer."}
+        )
+        assert responded.status_code == 202, responded.text
+    [decision] = await decisions(nats_bus, thread)
+    assert (decision["type"], decision["version"]) == ("accept", 1)
+    [feedback] = await decisions(nats_bus, redrafted)
+    assert (feedback["type"], feedback["version"], feedback["args"]) == ("response", 2, "Warmer.")
 
 
 async def test_a_decision_on_a_version_a_redraft_superseded_gets_409(
