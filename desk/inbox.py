@@ -107,14 +107,21 @@ def add_arguments(subparsers: Any) -> None:
     command(
         "show", help="one item: customer, ticket, conversation, draft, versions, decisions"
     ).add_argument("id")
-    command("accept", help="send the draft as it is").add_argument("id")
+    accept = command("accept", help="send the draft as it is")
     edit = command("edit", help="send your text instead of the drafted reply")
-    edit.add_argument("id")
-    edit.add_argument("text", help='the reply to send ("-" reads it from stdin)')
     respond = command("respond", help="ask for a new draft, with feedback")
-    respond.add_argument("id")
+    ignore = command("ignore", help="close the item without sending anything")
+    claim = command("claim", help="claim an item (or renew your claim): others see it is yours")
+    for parser in (accept, edit, respond, ignore, claim):
+        parser.add_argument("id")
+        parser.add_argument(
+            "--take-over",
+            action="store_true",
+            help="take the item from the reviewer who has claimed it",
+        )
+    edit.add_argument("text", help='the reply to send ("-" reads it from stdin)')
     respond.add_argument("text", help='the feedback ("-" reads it from stdin)')
-    command("ignore", help="close the item without sending anything").add_argument("id")
+    command("release", help="let go of your claim on an item").add_argument("id")
 
 
 # -- entry point -------------------------------------------------------------------------------
@@ -130,7 +137,15 @@ def main(args: argparse.Namespace, var_dir: Path) -> int:
             elif command == "show":
                 print(render_item(client.item(args.id)))
             elif command in ("accept", "edit", "respond", "ignore"):
-                print(_decide(client, command, args.id, getattr(args, "text", None)))
+                print(
+                    _decide(client, command, args.id, getattr(args, "text", None), args.take_over)
+                )
+            elif command == "claim":
+                held = client.claim(args.id, args.take_over)
+                print(_clean(f"{args.id} is yours until {_when(held.get('until'))}"))
+            elif command == "release":
+                released = client.release(args.id)["released"]
+                print(_clean(f"released {args.id}" if released else f"{args.id} was not yours"))
             else:
                 raise InboxError(f"unknown command {command!r}", 2)
     except InboxError as exc:
@@ -200,6 +215,13 @@ class Client:
     def decide(self, item_id: str, body: dict[str, Any]) -> dict[str, Any]:
         return self._call("POST", f"/api/items/{_path(item_id)}/decision", json=body)
 
+    def claim(self, item_id: str, take_over: bool = False) -> dict[str, Any]:
+        body = {"take_over": take_over}
+        return self._call("POST", f"/api/items/{_path(item_id)}/claim", json=body)
+
+    def release(self, item_id: str) -> dict[str, Any]:
+        return self._call("DELETE", f"/api/items/{_path(item_id)}/claim")
+
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         try:
             answer = self._http.request(method, path, **kwargs)
@@ -252,7 +274,9 @@ def _list(client: Client, args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def _decide(client: Client, command: str, item_id: str, text: str | None) -> str:
+def _decide(
+    client: Client, command: str, item_id: str, text: str | None, take_over: bool = False
+) -> str:
     if text == "-":
         text = sys.stdin.read()
     item = client.item(item_id)  # decide on the version the reviewer can see now
@@ -269,7 +293,8 @@ def _decide(client: Client, command: str, item_id: str, text: str | None) -> str
         }
     elif kind == "response":
         args = text
-    answer = client.decide(item_id, {"type": kind, "args": args, "version": version})
+    body = {"type": kind, "args": args, "version": version, "take_over": take_over}
+    answer = client.decide(item_id, body)
     done = f"{_DONE[kind]} {item.get('id', item_id)}"
     if answer.get("published") is False:
         done += " (recorded; it will be published when the event store is back)"
@@ -310,7 +335,8 @@ def render_table(
             (
                 _one_line(item.get("id")),
                 age(item.get("created_at"), now),
-                _one_line(item.get("status")),
+                _one_line(item.get("status"))
+                + (f" ({_one_line(item['claimed_by'])})" if item.get("claimed_by") else ""),
                 _one_line(item.get("priority")),
                 _one_line(item.get("category")),
                 _one_line(item.get("ticket_id")),
@@ -364,6 +390,11 @@ def render_item(item: dict[str, Any], now: dt.datetime | None = None) -> str:
         ("customer", _customer(customer) if customer else "-"),
         ("ticket", ticket),
         ("priority", item.get("priority") or "-"),
+        *(
+            [("claimed", f"by {item['claim']['reviewer']} until {_when(item['claim']['until'])}")]
+            if item.get("claim")
+            else []
+        ),
         *([("overdue", f"since {item['overdue_since']}")] if item.get("overdue_since") else []),
         *([("cause", item["cause"])] if item.get("cause") else []),
         *(
@@ -452,6 +483,18 @@ def render_item(item: dict[str, Any], now: dt.datetime | None = None) -> str:
             lines.append(_indented(str(d["feedback"]), "    feedback: "))
         elif d.get("type") == "edit" and d.get("final_text"):
             lines.append(_indented(str(d["final_text"]), "    sent: "))
+    claims: list[dict[str, Any]] = item.get("claims") or []
+    if claims:
+        lines.append("claims:")
+    for c in claims:
+        who, what = _one_line(c.get("reviewer")), _one_line(c.get("action"))
+        if what == "expired":
+            said = f"{who}'s claim ran out"
+        else:
+            said = f"{what} by {who}" + (
+                f" from {_one_line(c['previous'])}" if c.get("previous") else ""
+            )
+        lines.append(f"  {_when(c.get('at'))}  {said}")
     return "\n".join(lines)
 
 

@@ -176,6 +176,8 @@ INBOX_API = ServiceSpec(
         "inbox_sessions",
         "inbox_instructions",
         "inbox_autosend",
+        "inbox_claims",
+        "inbox_claim_events",
     ),
     talks_to=("postgres",),
     reached_by=("reviewers",),

@@ -337,6 +337,12 @@ class InboxApiSettings(DeskSettings):
         default=None,
         description="link to a ticket in the helpdesk, a template with {ticket}",
     )
+    claim_seconds: float = Field(
+        default=300.0,
+        ge=1,
+        le=3600,
+        description="how long opening an item claims it (its page renews the claim while open)",
+    )
 
     @model_validator(mode="after")
     def _ticket_url(self) -> InboxApiSettings:

@@ -13,10 +13,10 @@ import functools
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -34,7 +34,7 @@ from . import store
 from .auth import Reviewers, bearer
 from .guidance import publish_guidance
 from .openapi import document
-from .schemas import DecisionRequest
+from .schemas import ClaimRequest, DecisionRequest
 from .sessions import Sessions
 from .throttle import Throttle
 
@@ -50,6 +50,7 @@ class Inbox:
     ticket_url: str | None = None  # DESK_HELPDESK_TICKET_URL, a template with {ticket}
     policy: store.autosend.Policy = field(default_factory=store.autosend.Policy)
     admins: frozenset[str] = frozenset()  # DESK_ADMINS: who may turn auto-send on or off
+    claim_seconds: float = 300.0  # DESK_CLAIM_SECONDS: how long opening an item claims it
 
     def link(self, ticket_id: str | None) -> str | None:
         """The ticket in the helpdesk, when a link template is configured."""
@@ -205,6 +206,7 @@ async def list_items(request: Request) -> Response:
         )
     except store.Invalid as exc:
         return error(422, str(exc))
+    items = await asyncio.to_thread(store.with_claims, _inbox(request).engine, items)
     return JSONResponse({"items": items, "next_cursor": next_cursor})
 
 
@@ -228,23 +230,36 @@ async def _in_store(call: Any, *args: Any, missing: str | None = None, **kwargs:
         return await asyncio.to_thread(functools.partial(call, *args, **kwargs))
     except store.NotFound as exc:
         return error(404, missing or str(exc))
+    except store.claims.Claimed as exc:  # who holds it, for a client to show or to take over
+        body = {"error": str(exc), "claimed_by": exc.reviewer, "until": exc.until.isoformat()}
+        return JSONResponse(body, status_code=409)
     except store.Conflict as exc:
         return error(409, str(exc))
     except store.Invalid as exc:
         return error(422, str(exc))
 
 
-async def post_decision(request: Request) -> Response:
-    who = authorize(request, "reviewer")
-    if isinstance(who, Response):
-        return who
+Parsed = TypeVar("Parsed", bound=BaseModel)
+
+
+def _parsed(model: type[Parsed], raw: bytes) -> Parsed | Response:
+    """A JSON request body as `model`, or the 400 (not JSON) / 422 (not that shape) answer."""
     try:
-        body = DecisionRequest.model_validate_json(await request.body())
+        return model.model_validate_json(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         status = 400 if first["type"] == "json_invalid" else 422
         where = ".".join(str(p) for p in first["loc"]) or "body"
         return error(status, f"{where}: {first['msg']}")
+
+
+async def post_decision(request: Request) -> Response:
+    who = authorize(request, "reviewer")
+    if isinstance(who, Response):
+        return who
+    body = _parsed(DecisionRequest, await request.body())
+    if isinstance(body, Response):
+        return body
     kind, args = body.normalized()
     engine = _inbox(request).engine
     decision = await _in_store(
@@ -255,6 +270,7 @@ async def post_decision(request: Request) -> Response:
         args,
         body.version,
         who,
+        take_over=body.take_over,
         missing="no such item",
     )
     if isinstance(decision, Response):
@@ -270,6 +286,42 @@ async def post_decision(request: Request) -> Response:
         },
         status_code=202,
     )
+
+
+async def post_claim(request: Request) -> Response:
+    """Claim the item for the token's reviewer (or renew the claim); `{"take_over": true}`
+    takes it from whoever holds it."""
+    who = authorize(request, "reviewer")
+    if isinstance(who, Response):
+        return who
+    body = _parsed(ClaimRequest, await request.body() or b"{}")
+    if isinstance(body, Response):
+        return body
+    inbox = _inbox(request)
+    held = await _in_store(
+        store.claims.claim,
+        inbox.engine,
+        request.path_params["id"],
+        who.name,
+        inbox.claim_seconds,
+        take_over=body.take_over,
+        missing="no such item",
+    )
+    return held if isinstance(held, Response) else JSONResponse(held)
+
+
+async def delete_claim(request: Request) -> Response:
+    who = authorize(request, "reviewer")
+    if isinstance(who, Response):
+        return who
+    released = await _in_store(
+        store.claims.release,
+        _inbox(request).engine,
+        request.path_params["id"],
+        who.name,
+        missing="no such item",
+    )
+    return released if isinstance(released, Response) else JSONResponse({"released": released})
 
 
 async def get_stats(request: Request) -> Response:
@@ -470,6 +522,8 @@ routes = [
     Route("/api/items", list_items, methods=["GET"]),
     Route("/api/items/{id}", get_item, methods=["GET"]),
     Route("/api/items/{id}/decision", post_decision, methods=["POST"]),
+    Route("/api/items/{id}/claim", post_claim, methods=["POST"]),
+    Route("/api/items/{id}/claim", delete_claim, methods=["DELETE"]),
     Route("/api/stats", get_stats, methods=["GET"]),
     Route("/api/deadletters", list_dead_letters, methods=["GET"]),
     Route("/api/deadletters/{id}/replay", replay_dead_letter, methods=["POST"]),

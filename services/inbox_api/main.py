@@ -32,7 +32,12 @@ async def run(settings: InboxApiSettings) -> None:
         settings.autosend_demote,
     )
     inbox = Inbox(
-        engine, reviewers, settings.helpdesk_ticket_url, policy, frozenset(settings.admins)
+        engine,
+        reviewers,
+        settings.helpdesk_ticket_url,
+        policy,
+        frozenset(settings.admins),
+        settings.claim_seconds,
     )
     try:
         service = Service(

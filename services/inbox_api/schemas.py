@@ -29,6 +29,9 @@ class DecisionRequest(BaseModel):
     )
     edited_action: EditedAction | None = None
     message: str | None = None
+    take_over: bool = Field(
+        default=False, description="decide an item another reviewer has claimed, ending it"
+    )
 
     def normalized(self) -> tuple[str, Any]:
         kind = {"approve": "accept", "reject": "ignore", "respond": "response"}.get(
@@ -40,3 +43,11 @@ class DecisionRequest(BaseModel):
         if kind == "edit" and self.edited_action is not None:
             args = {"action": self.edited_action.name, "args": self.edited_action.args}
         return kind, args
+
+
+class ClaimRequest(BaseModel):
+    """Claim an item (or renew the claim); `take_over` takes it from another reviewer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    take_over: bool = False

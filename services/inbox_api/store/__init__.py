@@ -13,13 +13,13 @@ rows behind web sessions), `instructions` (the standing instructions learned fro
 `autosend` (the evidence-based auto-send policy and its audits) and `errors`.
 """
 
-from . import autosend
+from . import autosend, claims
 from .analytics import MAX_REVIEW_DAYS, REVIEW_DAYS, review, review_days
 from .decisions import Reviewer, decide, mark_published, traceparent_of, unpublished
 from .documents import decision_json, detail_json, item_json
 from .errors import Conflict, Invalid, NotFound
 from .instructions import change_instruction, guidance, list_instructions, write_instruction
-from .listing import decode_cursor, encode_cursor, list_items
+from .listing import decode_cursor, encode_cursor, list_items, with_claims
 from .projection import (
     mark_overdue,
     project,
@@ -71,6 +71,7 @@ __all__ = [
     "StoredSession",
     "autosend",
     "change_instruction",
+    "claims",
     "close_session",
     "create_tables",
     "decide",
@@ -100,6 +101,7 @@ __all__ = [
     "traceparent_of",
     "unpublished",
     "waiting",
+    "with_claims",
     "withdraw",
     "write_instruction",
 ]

@@ -20,6 +20,7 @@ from sqlmodel import Session, col, select
 from shared.inbox import EDITABLE_ARGS, ActionRequest, Decision, InterruptConfig
 
 from .. import metrics
+from . import claims
 from .errors import Conflict, Invalid, NotFound
 from .instructions import learn
 from .tables import DecisionRow, ItemRow, as_utc, now
@@ -71,11 +72,13 @@ def decide(
     reviewer: Reviewer,
     *,
     auto: Callable[[Session, ItemRow], bool] | None = None,
+    take_over: bool = False,
 ) -> Decision:
     """Record a decision (the trail row) and return it for publishing; raises 404/409/422 kinds.
     `version` is the one the reviewer saw (None: the item's own, for clients that send none).
     With `auto`, the auto-send policy decides: only if `auto(session, item)` holds, in the same
-    transaction (else `Conflict`)."""
+    transaction (else `Conflict`). A person's decision on an item someone else has claimed is
+    refused (`claims.Claimed`) unless it says `take_over`; it ends the claim."""
     with Session(engine, expire_on_commit=False) as session:
         row = session.get(ItemRow, item_id)
         if row is None:
@@ -122,6 +125,8 @@ def decide(
         else:
             args = None
         decided_at = now()
+        if auto is None:
+            claims.before_decision(session, row, reviewer.name, take_over, decided_at)
         session.add(
             DecisionRow(
                 item_id=row.id,

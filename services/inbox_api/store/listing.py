@@ -11,9 +11,10 @@ from sqlalchemy import case, func, or_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from . import claims
 from .documents import item_json
 from .errors import Invalid
-from .tables import PRIORITIES, ItemRow, as_utc
+from .tables import PRIORITIES, ItemRow, as_utc, now
 
 
 def encode_cursor(created_at: dt.datetime, item_id: str) -> str:
@@ -63,6 +64,18 @@ def list_items(
     if limit - len(found) <= 0:  # the overdue section filled this page exactly
         return found, _first_cursor(engine, rest)
     return found + more, next_cursor
+
+
+def with_claims(engine: Engine, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`items` (from `list_items`), each waiting one with who has claimed it (`claimed_by`;
+    None: nobody)."""
+    with Session(engine) as session:
+        waiting = [i["thread"] for i in items if i["status"] == "waiting"]
+        held = claims.live(session, waiting, now())
+    for item in items:
+        claim = held.get(item["thread"]) if item["status"] == "waiting" else None
+        item["claimed_by"] = claim.reviewer if claim is not None else None
+    return items
 
 
 def _first_cursor(engine: Engine, query: Any) -> str | None:

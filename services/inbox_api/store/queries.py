@@ -10,6 +10,7 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from . import claims
 from .documents import decision_json, detail_json
 from .tables import STATUSES, DecisionRow, ItemRow, NotificationRow, as_utc, now
 
@@ -51,6 +52,9 @@ def get_item(engine: Engine, item_id: str) -> dict[str, Any] | None:
             for v in versions
         ]
         detail["decisions"] = [decision_json(d) for d in decisions]
+        held = claims.holder(session, row.thread, now())
+        detail["claim"] = claims.claim_json(held) if held is not None else None
+        detail["claims"] = claims.trail(session, row.thread)
         detail["notifications"] = [
             {
                 "type": n.type,

@@ -1,6 +1,6 @@
 """The inbox's tables: items projected from `inbox.item`, the decisions on them (the trail), the
-supervisors notified about their tickets, the web sessions and the standing instructions; and
-the statuses an item goes through."""
+supervisors notified about their tickets, the web sessions, the standing instructions, the
+auto-send trail and the reviewers' claims; and the statuses an item goes through."""
 
 from __future__ import annotations
 
@@ -177,6 +177,33 @@ class AutoSendRow(SQLModel, table=True):
     evidence: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
 
 
+class ClaimRow(SQLModel, table=True):
+    """Who is working on a conversation's waiting draft, and until when (one row a thread: a
+    redraft stays with the reviewer who asked for it). Past `until`, it holds nobody."""
+
+    __tablename__ = "inbox_claims"
+
+    thread: str = Field(primary_key=True)
+    item_id: str  # the item it was claimed on
+    reviewer: str
+    since: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+    until: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+
+
+class ClaimEventRow(SQLModel, table=True):
+    """The claims trail: claimed, taken over, released (or ended by a decision), expired."""
+
+    __tablename__ = "inbox_claim_events"
+
+    id: int | None = Field(default=None, primary_key=True)
+    thread: str = Field(index=True)
+    item_id: str
+    reviewer: str  # who claimed, took over or released; for `expired`, whose claim it was
+    action: str  # claimed | taken over | released | decided | expired
+    previous: str | None = None  # a take-over: whose claim it ended
+    at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+
+
 TABLES = [
     ItemRow.__table__,  # type: ignore[attr-defined]
     DecisionRow.__table__,  # type: ignore[attr-defined]
@@ -184,6 +211,8 @@ TABLES = [
     SessionRow.__table__,  # type: ignore[attr-defined]
     InstructionRow.__table__,  # type: ignore[attr-defined]
     AutoSendRow.__table__,  # type: ignore[attr-defined]
+    ClaimRow.__table__,  # type: ignore[attr-defined]
+    ClaimEventRow.__table__,  # type: ignore[attr-defined]
 ]
 
 

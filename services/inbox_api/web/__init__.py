@@ -11,13 +11,15 @@ decide. Bad form input gets a 4xx page, never a 500.
 One module per concept: `cookies` (what a request carries: the inbox, its perimeter, the
 session), `responses` (pages, their headers, the error page), `forms` (reading and guarding a
 post), `login`, `pages` (the list and an item), `decisions` (the edit preview and the decision),
-`instructions` (the standing instructions and their forms), `stats` (the review analytics)
-and `limits` (the body limit in front of every route).
+`instructions` (the standing instructions and their forms), `stats` (the review analytics),
+`claims` (who is working on an item: claimed by opening it, renewed while open, taken over) and
+`limits` (the body limit in front of every route).
 """
 
 from starlette.routing import BaseRoute, Route
 
 from .audits import audit, autosend_page
+from .claims import release, renew
 from .decisions import decide, edit_preview
 from .instructions import instruction_form, instructions_page
 from .limits import middleware
@@ -37,6 +39,8 @@ routes: list[BaseRoute] = [
     Route("/items/{id}", item_page, methods=["GET"]),
     Route("/items/{id}/edit", edit_preview, methods=["POST"]),
     Route("/items/{id}/decide", decide, methods=["POST"]),
+    Route("/items/{id}/claim", renew, methods=["POST"]),
+    Route("/items/{id}/release", release, methods=["POST"]),
     Route("/stats", stats_page, methods=["GET"]),
     Route("/items/{id}/audit", audit, methods=["POST"]),
     Route("/autosend", autosend_page, methods=["GET"]),

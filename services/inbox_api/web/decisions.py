@@ -98,6 +98,8 @@ async def decide(request: Request) -> Response:
         decision = await asyncio.to_thread(store.decide, engine, item_id, kind, args, version, who)
     except store.NotFound:
         return error(request, 404, "Not found", "There is no such item in the inbox.")
+    except store.claims.Claimed as exc:
+        return error(request, 409, f"Claimed by {exc.reviewer}", f"{exc}.", back)
     except store.Conflict as exc:
         return error(request, 409, "Changed meanwhile", str(exc), back)
     except store.Invalid as exc:

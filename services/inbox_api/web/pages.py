@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 
 from .. import store
 from ..render import age, changes, fold, when
+from .claims import opened
 from .cookies import flash_of, inbox_of, session_of
 from .decisions import allowed_kinds, draft_of
 from .responses import error, item_url, page, to_login
@@ -86,6 +87,7 @@ async def inbox_page(request: Request) -> Response:
         )
     except store.Invalid as exc:
         return error(request, 422, "Bad page link", str(exc))
+    items = await asyncio.to_thread(store.with_claims, engine, items)
     now = dt.datetime.now(dt.UTC)
     rows = [
         {**item, "age": age(when(item["created_at"]), now), "url": item_url(item["id"])}
@@ -129,11 +131,25 @@ async def inbox_version(request: Request) -> Response:
     )
 
 
+def _claim_view(
+    held: dict[str, Any] | None, mine: dict[str, Any] | None, who: store.Reviewer
+) -> dict[str, Any] | None:
+    """Who is working on the item, as its page says it: `mine`, or someone else's until when."""
+    if held is None:
+        return None
+    return {
+        "reviewer": held["reviewer"],
+        "mine": mine is not None and held["reviewer"] == who.name,
+        "until": f"{when(held['until']):%H:%M:%S} UTC",
+    }
+
+
 async def item_page(request: Request) -> Response:
     session = await session_of(request)
     if session is None:
         return to_login(request)
     who = session.user
+    mine = await opened(request, request.path_params["id"], who)  # before it is read: shown
     item = await asyncio.to_thread(
         store.get_item, inbox_of(request).engine, request.path_params["id"]
     )
@@ -177,5 +193,7 @@ async def item_page(request: Request) -> Response:
         "rewritten": rewritten,
         "earlier": [v for v in versions if v["version"] != item["version"]],
         "latest": latest if latest and latest["version"] > item["version"] else None,
+        "claim": _claim_view(item.get("claim"), mine, who),
+        "claim_seconds": inbox_of(request).claim_seconds,
     }
     return page(request, "item.html", context)

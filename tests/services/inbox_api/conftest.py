@@ -37,15 +37,21 @@ def write_credentials(var_dir: Path) -> None:
     )
 
 
-@pytest.fixture(scope="module")
-def inbox_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
-    root = tmp_path_factory.mktemp("nats")
+@contextlib.contextmanager
+def own_nats(root: Path) -> Iterator[NatsServer]:
+    """A nats-server of its own under `root`, for as long as the block runs."""
     server = NatsServer(root / "store", sync_always=False, log_file=root / "nats.log")
     server.start()
     try:
         yield server
     finally:
         server.kill()
+
+
+@pytest.fixture(scope="module")
+def inbox_nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
+    with own_nats(tmp_path_factory.mktemp("nats")) as server:
+        yield server
 
 
 @contextlib.contextmanager
