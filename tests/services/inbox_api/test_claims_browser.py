@@ -63,10 +63,12 @@ async def test_two_reviewers_race_for_one_item_in_a_browser(team_web: Api, nats_
             assert "You are working on this" in await ana.locator("#claim").inner_text()
             await ben.goto(web + "/inbox")
             badge = ben.locator(f"tr[data-item='{first}'] .badge.claimed")
-            assert (await badge.inner_text()).strip() == "ana"
+            assert (await badge.inner_text()).strip() == "claimed by ana"
 
             # ben opens it: he sees who has it, and no way to decide but taking it over
             await ben.goto(f"{web}/items/{first}")
+            flag = await ben.locator("#claimed-by").inner_text()
+            assert flag.strip() == "ana is working on this"  # at the top, beside the status
             notice = await ben.locator("#claim").inner_text()
             assert "ana is working on this" in notice
             assert await ben.locator("#accept").count() == 0
