@@ -23,8 +23,9 @@ inbox API's /openapi.json:
 It then prints one PASS/FAIL line per invariant, an INFO line of counts, and exits 0 only if
 all pass: no 5xx (nor a dropped connection); no crashed process (same pids, every /readyz
 200); no accepted forgery; no event from a rejected request (new EVENTS messages = control
-events answered 202 as new; new decisions = decisions answered 202); every group answered as
-its contract says; no failure inside a service (no ERROR log line, every consumer drained).
+events answered 202 as new; new decisions = items whose decision was answered 202); every
+group answered as its contract says; no failure inside a service (no ERROR log line, every
+consumer drained).
 The var dir is kept (and named) on failure.
 """
 

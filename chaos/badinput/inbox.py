@@ -78,7 +78,7 @@ def inbox_campaign(c: Campaign, examples: int) -> None:
         elif mode == "viewer" and deciding and status != 403:
             (t.forgeries if status < 300 else t.unexpected).append(f"{what} -> {status}")
         if status == 202 and case.path.endswith("/decision"):
-            t.decisions += 1
+            t.decided.add(str(answer.json().get("item_id")))
 
     fixed: dict[str, st.SearchStrategy[str | None]] = {
         "reviewer": st.just(f"Bearer {c.reviewer}"),

@@ -16,8 +16,15 @@ class Tally:
     unsendable: int = 0  # refused by our own HTTP client (not a request at all)
     accepted_new: int = 0  # ingress 202 duplicate:false
     duplicates: int = 0  # ingress 202 duplicate:true
-    decisions: int = 0  # inbox decisions answered 202
+    # items whose decision was answered 202: a decision posted again as it was recorded is
+    # answered 202 too, with the recorded one, and publishes nothing new
+    decided: set[str] = field(default_factory=set)
     own_errors: list[str] = field(default_factory=list)  # bugs in this campaign, not the product
+
+    @property
+    def decisions(self) -> int:
+        """Decisions the inbox took (one an item at most)."""
+        return len(self.decided)
 
     def answered(self, group: str, status: int) -> None:
         self.tried[group] += 1

@@ -94,6 +94,17 @@ async def decide(request: Request) -> Response:
         if len(args) > forms.MAX_TEXT:
             return error(request, 422, "Too long", f"At most {forms.MAX_TEXT} characters.", back)
     engine = inbox_of(request).engine
+    if kind == "accept" and forms.text(form, "confirm") != "1":
+        item = await asyncio.to_thread(store.get_item, engine, item_id)
+        if item is not None and item["version"] == version and item.get("warnings"):
+            return error(
+                request,
+                422,
+                "Confirm the warnings",
+                "The draft's checks found problems: read them on its page, then tick "
+                "“I have read the warnings” to send it as it is (or edit it).",
+                back,
+            )
     try:
         decision = await asyncio.to_thread(store.decide, engine, item_id, kind, args, version, who)
     except store.NotFound:

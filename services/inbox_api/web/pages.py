@@ -155,6 +155,9 @@ async def item_page(request: Request) -> Response:
     )
     if item is None:
         return error(request, 404, "Not found", "There is no such item in the inbox.")
+    if mine is None and item["claim"] is None and item["status"] == "waiting":
+        # the claim in the way ran out between the two reads: claim it now
+        mine = item["claim"] = await opened(request, item["id"], who)
     args = item["action_request"].get("args") or {}
     versions = [{**v, "url": item_url(v["id"])} for v in item["versions"]]
     latest = versions[-1] if versions else None

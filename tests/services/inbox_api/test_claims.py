@@ -56,18 +56,18 @@ def team_api(
         yield running
 
 
-async def detail(api: Api, item_id: str) -> dict[str, Any]:
-    async with api.client(ANA) as client:
+async def detail(api: Api, item_id: str, token: str = ANA) -> dict[str, Any]:
+    async with api.client(token) as client:
         found: dict[str, Any] = (await client.get(f"/api/items/{item_id}")).json()
     return found
 
 
-async def new_item(api: Api, bus: Bus) -> str:
+async def new_item(api: Api, bus: Bus, token: str = ANA) -> str:
     item = draft_item(f"T{uuid.uuid4().hex[:8]}")
     await publish_item(bus, item)
 
     async def projected() -> bool:
-        return (await detail(api, item.id)).get("status") == "waiting"
+        return (await detail(api, item.id, token)).get("status") == "waiting"
 
     await eventually(projected, timeout=15, message=f"{item.id} projected")
     return item.id

@@ -1,0 +1,152 @@
+"""Reviewing in headless Chromium: every page a reviewer opens fits a phone screen (no sideways
+scrolling, asserted on the document) and the list still shows each item's priority, status,
+customer and summary; a draft whose checks found problems shows them first and is sent only once
+the reviewer confirms them."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from desk.natsserver import NatsServer
+from shared.bus import Bus
+from tests.helpers import eventually
+from tests.inbox_items import conversation, draft_item, publish_item
+
+from .conftest import REVIEWER, Api, running_api
+from .test_claims import detail, new_item
+from .test_web import CHROMIUM, CHROMIUM_ARGS
+
+PHONE = {"width": 375, "height": 740}  # an iPhone SE's CSS pixels
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="headless browser test needs Debian's chromium package"
+)
+
+
+@pytest.fixture(scope="module")
+def inbox(inbox_nats: NatsServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    with running_api("sqlite", inbox_nats, tmp_path_factory.mktemp("phone")) as running:
+        yield running
+
+
+async def test_every_page_fits_a_phone_screen(inbox: Api, nats_bus: Bus) -> None:
+    from playwright.async_api import async_playwright
+
+    long_word = "https://helpdesk.example.com/attachments/" + "x" * 120  # no place to break
+    thread = f"T{uuid.uuid4().hex[:8]}"
+    said = conversation(thread, ("customer", f"My refund never arrived, see {long_word}."))
+    item = draft_item(
+        thread,
+        reply=f"Hi Maximilian,\n\nThe receipt is at {long_word}.\n\nBest regards",
+        round_id=said[0].id,
+        conversation=said,
+        priority="urgent",
+    )
+    assert item.customer is not None
+    customer = item.customer.model_copy(
+        update={"name": "Maximilian Alexander Featherstonehaugh-Montgomery"}
+    )
+    item = item.model_copy(
+        update={"customer": customer, "warnings": ["the reply contains a link: " + long_word]}
+    )
+    await publish_item(nats_bus, item)
+    await new_item(inbox, nats_bus, token=REVIEWER)  # a second, plain item
+
+    async def projected() -> bool:
+        return (await detail(inbox, item.id, REVIEWER)).get("status") == "waiting"
+
+    await eventually(projected, timeout=15, message=f"{item.id} in the inbox")
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            page = await browser.new_page(viewport=PHONE, is_mobile=True)
+            await page.goto(inbox.url + "/login")
+            await page.fill("#token", REVIEWER)
+            await page.click("form.login button")
+            await page.wait_for_url("**/inbox")
+            row = page.locator(f"#items tr[data-item='{item.id}']")
+            assert await row.is_visible()
+            card = (await row.inner_text()).lower()
+            for shown in ("urgent", "waiting", "maximilian", (item.summary or item.id).lower()):
+                assert shown in card, (shown, card)
+            for path in (
+                "/inbox",
+                "/inbox?status=all",
+                f"/items/{item.id}",
+                f"/items/{item.id}?edit=1",
+                "/stats",
+                "/instructions",
+                "/autosend",
+            ):
+                await page.goto(inbox.url + path)
+                width = await page.evaluate(
+                    "[document.documentElement.scrollWidth, window.innerWidth]"
+                )
+                assert width[0] <= width[1], f"{path} is {width[0]}px wide on a {width[1]}px screen"
+        finally:
+            await browser.close()
+
+
+async def test_a_draft_with_warnings_is_sent_only_once_they_are_confirmed(
+    inbox: Api, nats_bus: Bus
+) -> None:
+    from playwright.async_api import async_playwright
+
+    plain = await new_item(inbox, nats_bus, token=REVIEWER)
+    thread = f"T{uuid.uuid4().hex[:8]}"
+    warned = draft_item(thread).model_copy(
+        update={"warnings": ["the reply promises a refund amount the ticket does not state"]}
+    )
+    await publish_item(nats_bus, warned)
+
+    async def projected() -> bool:
+        return (await detail(inbox, warned.id, REVIEWER)).get("status") == "waiting"
+
+    await eventually(projected, timeout=15, message=f"{warned.id} in the inbox")
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            page = await browser.new_page(viewport={"width": 1100, "height": 900})
+            await page.goto(inbox.url + "/login")
+            await page.fill("#token", REVIEWER)
+            await page.click("form.login button")
+            await page.wait_for_url("**/inbox")
+
+            await page.goto(f"{inbox.url}/items/{plain}")
+            assert await page.locator("#warnings").count() == 0
+            assert await page.locator("#accept input[name=confirm]").count() == 0
+
+            await page.goto(f"{inbox.url}/items/{warned.id}")
+            box = page.locator("#warnings")
+            assert "promises a refund amount" in await box.inner_text()
+            above = await box.bounding_box()
+            draft = await page.locator("#draft").bounding_box()
+            assert above is not None and draft is not None and above["y"] < draft["y"]
+
+            await page.click("#accept button")  # not confirmed: the browser keeps the form
+            assert page.url.endswith(f"/items/{warned.id}")
+            assert (await detail(inbox, warned.id, REVIEWER))["status"] == "waiting"
+
+            # a form that skips the tick (the page's `required` removed) is refused by the inbox
+            await page.evaluate("document.querySelector('#accept input[name=confirm]').remove()")
+            await page.click("#accept button")
+            await page.wait_for_load_state()
+            assert "Confirm the warnings" in await page.locator("main").inner_text()
+            assert (await detail(inbox, warned.id, REVIEWER))["status"] == "waiting"
+
+            await page.goto(f"{inbox.url}/items/{warned.id}")
+            await page.check("#accept input[name=confirm]")
+            await page.click("#accept button")
+            await page.wait_for_url("**/inbox")
+            assert f"Accepted: {warned.id}" in await page.locator(".flash").inner_text()
+            assert (await detail(inbox, warned.id, REVIEWER))["status"] == "sending"
+        finally:
+            await browser.close()
