@@ -122,4 +122,15 @@ async def decide(request: Request) -> Response:
     if session is not None:
         flash = f"{DONE[kind]}: {item_id}{note}"
         await asyncio.to_thread(edge_of(request).sessions.flash, session, flash)
-    return RedirectResponse("/inbox", status_code=303)
+    return RedirectResponse(await _next_for(engine, who, decision.thread), status_code=303)
+
+
+async def _next_for(engine: Any, who: store.Reviewer, decided: str) -> str:
+    """Where a reviewer goes after a decision: the next waiting item (as the list orders them,
+    of another conversation, not claimed by someone else), or the inbox when none is left."""
+    items, _ = await asyncio.to_thread(store.list_items, engine, status="waiting", limit=20)
+    items = await asyncio.to_thread(store.with_claims, engine, items)
+    for item in items:
+        if item["thread"] != decided and item["claimed_by"] in (None, who.name):
+            return item_url(item["id"]) + "?after=decision"
+    return "/inbox"

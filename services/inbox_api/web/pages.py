@@ -198,5 +198,10 @@ async def item_page(request: Request) -> Response:
         "latest": latest if latest and latest["version"] > item["version"] else None,
         "claim": _claim_view(item.get("claim"), mine, who),
         "claim_seconds": inbox_of(request).claim_seconds,
+        # after a decision the next item opens, saying what was done (only then: a page
+        # opened otherwise leaves the message to the page it was meant for)
+        "flash": await flash_of(request, session)
+        if request.query_params.get("after") == "decision"
+        else None,
     }
     return page(request, "item.html", context)

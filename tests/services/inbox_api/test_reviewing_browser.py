@@ -1,12 +1,14 @@
 """Reviewing in headless Chromium: every page a reviewer opens fits a phone screen (no sideways
 scrolling, asserted on the document) and the list still shows each item's priority, status,
 customer and summary; a draft whose checks found problems shows them first and is sent only once
-the reviewer confirms them."""
+the reviewer confirms them; the keyboard works through the inbox."""
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -20,6 +22,7 @@ from .test_claims import detail, new_item
 from .test_web import CHROMIUM, CHROMIUM_ARGS
 
 PHONE = {"width": 375, "height": 740}  # an iPhone SE's CSS pixels
+DESKTOP = {"width": 1100, "height": 900}
 
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="headless browser test needs Debian's chromium package"
@@ -30,6 +33,16 @@ pytestmark = pytest.mark.skipif(
 def inbox(inbox_nats: NatsServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     with running_api("sqlite", inbox_nats, tmp_path_factory.mktemp("phone")) as running:
         yield running
+
+
+async def logged_in(browser: Any, url: str, viewport: dict[str, int]) -> Any:
+    """A new page of `browser`, logged in to the inbox at `url` as the reviewer, on its list."""
+    page = await browser.new_page(viewport=viewport, is_mobile=viewport is PHONE)
+    await page.goto(url + "/login")
+    await page.fill("#token", REVIEWER)
+    await page.click("form.login button")
+    await page.wait_for_url("**/inbox")
+    return page
 
 
 async def test_every_page_fits_a_phone_screen(inbox: Api, nats_bus: Bus) -> None:
@@ -65,11 +78,7 @@ async def test_every_page_fits_a_phone_screen(inbox: Api, nats_bus: Bus) -> None
             executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
         )
         try:
-            page = await browser.new_page(viewport=PHONE, is_mobile=True)
-            await page.goto(inbox.url + "/login")
-            await page.fill("#token", REVIEWER)
-            await page.click("form.login button")
-            await page.wait_for_url("**/inbox")
+            page = await logged_in(browser, inbox.url, PHONE)
             row = page.locator(f"#items tr[data-item='{item.id}']")
             assert await row.is_visible()
             card = (await row.inner_text()).lower()
@@ -114,11 +123,7 @@ async def test_a_draft_with_warnings_is_sent_only_once_they_are_confirmed(
             executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
         )
         try:
-            page = await browser.new_page(viewport={"width": 1100, "height": 900})
-            await page.goto(inbox.url + "/login")
-            await page.fill("#token", REVIEWER)
-            await page.click("form.login button")
-            await page.wait_for_url("**/inbox")
+            page = await logged_in(browser, inbox.url, DESKTOP)
 
             await page.goto(f"{inbox.url}/items/{plain}")
             assert await page.locator("#warnings").count() == 0
@@ -145,8 +150,67 @@ async def test_a_draft_with_warnings_is_sent_only_once_they_are_confirmed(
             await page.goto(f"{inbox.url}/items/{warned.id}")
             await page.check("#accept input[name=confirm]")
             await page.click("#accept button")
-            await page.wait_for_url("**/inbox")
+            await page.wait_for_url(lambda url: "after=decision" in url or url.endswith("/inbox"))
             assert f"Accepted: {warned.id}" in await page.locator(".flash").inner_text()
             assert (await detail(inbox, warned.id, REVIEWER))["status"] == "sending"
         finally:
             await browser.close()
+
+
+async def test_the_keyboard_works_through_three_items(inbox: Api, nats_bus: Bus) -> None:
+    """j/k and Enter on the list, then a, i and r on three items in a row: after each decision
+    the next waiting item opens, saying what was done to the last one."""
+    from playwright.async_api import async_playwright
+
+    long_ago = dt.datetime.now(dt.UTC) - dt.timedelta(days=900)  # the oldest: first in line
+    items = [
+        draft_item(f"T{uuid.uuid4().hex[:8]}", created_at=long_ago + dt.timedelta(minutes=n))
+        for n in range(3)
+    ]
+    for item in items:
+        await publish_item(nats_bus, item)
+    for item in items:
+
+        async def projected(i: str = item.id) -> bool:
+            return (await detail(inbox, i, REVIEWER)).get("status") == "waiting"
+
+        await eventually(projected, timeout=15, message=f"{item.id} in the inbox")
+    first, second, third = (i.id for i in items)
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            page = await logged_in(browser, inbox.url, DESKTOP)
+
+            await page.keyboard.press("?")
+            assert await page.locator("dialog#keys").is_visible()
+            await page.keyboard.press("Escape")
+            assert not await page.locator("dialog#keys").is_visible()
+
+            selected = page.locator("#items tr.selected")
+            for key, wanted in (("j", first), ("j", second), ("k", first)):
+                await page.keyboard.press(key)
+                assert await selected.get_attribute("data-item") == wanted
+            await page.keyboard.press("Enter")
+            await page.wait_for_url(f"**/items/{first}")
+
+            await page.keyboard.press("a")
+            await page.wait_for_url(f"**/items/{second}?after=decision")
+            assert f"Accepted: {first}" in await page.locator(".flash").inner_text()
+            await page.keyboard.press("i")
+            await page.wait_for_url(f"**/items/{third}?after=decision")
+            assert f"Ignored: {second}" in await page.locator(".flash").inner_text()
+            await page.keyboard.press("r")
+            assert await page.evaluate("document.activeElement.id") == "feedback"
+            await page.keyboard.type("Shorter, please.")
+            await page.click("#respond button")
+            await page.wait_for_url(lambda url: "after=decision" in url or url.endswith("/inbox"))
+            assert (
+                f"Feedback sent; a new draft will follow: {third}"
+                in await page.locator(".flash").inner_text()
+            )
+        finally:
+            await browser.close()
+    statuses = [(await detail(inbox, i, REVIEWER))["status"] for i in (first, second, third)]
+    assert statuses == ["sending", "ignored", "redrafting"]
