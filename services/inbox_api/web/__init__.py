@@ -12,13 +12,15 @@ One module per concept: `cookies` (what a request carries: the inbox, its perime
 session), `responses` (pages, their headers, the error page), `forms` (reading and guarding a
 post), `login`, `pages` (the list and an item), `decisions` (the edit preview and the decision),
 `instructions` (the standing instructions and their forms), `stats` (the review analytics),
-`claims` (who is working on an item: claimed by opening it, renewed while open, taken over) and
+`claims` (who is working on an item: claimed by opening it, renewed while open, taken over),
+`bulk` (ignoring the items selected in the list, after one confirmation) and
 `limits` (the body limit in front of every route).
 """
 
 from starlette.routing import BaseRoute, Route
 
 from .audits import audit, autosend_page
+from .bulk import ignore_selected
 from .claims import release, renew
 from .decisions import decide, edit_preview
 from .instructions import instruction_form, instructions_page
@@ -36,6 +38,7 @@ routes: list[BaseRoute] = [
     Route("/logout", logout, methods=["POST"]),
     Route("/inbox", inbox_page, methods=["GET"]),
     Route("/inbox/version", inbox_version, methods=["GET"]),
+    Route("/inbox/ignore", ignore_selected, methods=["POST"]),
     Route("/items/{id}", item_page, methods=["GET"]),
     Route("/items/{id}/edit", edit_preview, methods=["POST"]),
     Route("/items/{id}/decide", decide, methods=["POST"]),

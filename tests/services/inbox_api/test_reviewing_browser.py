@@ -1,7 +1,8 @@
 """Reviewing in headless Chromium: every page a reviewer opens fits a phone screen (no sideways
 scrolling, asserted on the document) and the list still shows each item's priority, status,
 customer and summary; a draft whose checks found problems shows them first and is sent only once
-the reviewer confirms them; the keyboard works through the inbox."""
+the reviewer confirms them; the keyboard works through the inbox; selected items are ignored at
+once after one confirmation."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from desk.natsserver import NatsServer
@@ -19,7 +21,7 @@ from tests.inbox_items import conversation, draft_item, publish_item
 
 from .conftest import REVIEWER, Api, running_api
 from .test_claims import detail, new_item
-from .test_web import CHROMIUM, CHROMIUM_ARGS
+from .test_web import CHROMIUM, CHROMIUM_ARGS, log_in
 
 PHONE = {"width": 375, "height": 740}  # an iPhone SE's CSS pixels
 DESKTOP = {"width": 1100, "height": 900}
@@ -33,6 +35,24 @@ pytestmark = pytest.mark.skipif(
 def inbox(inbox_nats: NatsServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     with running_api("sqlite", inbox_nats, tmp_path_factory.mktemp("phone")) as running:
         yield running
+
+
+async def oldest_items(inbox: Api, bus: Bus, days: int, count: int = 3) -> list[str]:
+    """`count` waiting items made `days` ago (older than any other: first in line), in order."""
+    long_ago = dt.datetime.now(dt.UTC) - dt.timedelta(days=days)
+    items = [
+        draft_item(f"T{uuid.uuid4().hex[:8]}", created_at=long_ago + dt.timedelta(minutes=n))
+        for n in range(count)
+    ]
+    for item in items:
+        await publish_item(bus, item)
+    for item in items:
+
+        async def projected(i: str = item.id) -> bool:
+            return (await detail(inbox, i, REVIEWER)).get("status") == "waiting"
+
+        await eventually(projected, timeout=15, message=f"{item.id} in the inbox")
+    return [i.id for i in items]
 
 
 async def logged_in(browser: Any, url: str, viewport: dict[str, int]) -> Any:
@@ -162,20 +182,7 @@ async def test_the_keyboard_works_through_three_items(inbox: Api, nats_bus: Bus)
     the next waiting item opens, saying what was done to the last one."""
     from playwright.async_api import async_playwright
 
-    long_ago = dt.datetime.now(dt.UTC) - dt.timedelta(days=900)  # the oldest: first in line
-    items = [
-        draft_item(f"T{uuid.uuid4().hex[:8]}", created_at=long_ago + dt.timedelta(minutes=n))
-        for n in range(3)
-    ]
-    for item in items:
-        await publish_item(nats_bus, item)
-    for item in items:
-
-        async def projected(i: str = item.id) -> bool:
-            return (await detail(inbox, i, REVIEWER)).get("status") == "waiting"
-
-        await eventually(projected, timeout=15, message=f"{item.id} in the inbox")
-    first, second, third = (i.id for i in items)
+    first, second, third = await oldest_items(inbox, nats_bus, days=900)
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(
             executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
@@ -214,3 +221,67 @@ async def test_the_keyboard_works_through_three_items(inbox: Api, nats_bus: Bus)
             await browser.close()
     statuses = [(await detail(inbox, i, REVIEWER))["status"] for i in (first, second, third)]
     assert statuses == ["sending", "ignored", "redrafting"]
+
+
+async def test_selected_items_are_ignored_at_once_after_one_confirmation(
+    inbox: Api, nats_bus: Bus
+) -> None:
+    from playwright.async_api import async_playwright
+
+    *chosen, kept = await oldest_items(inbox, nats_bus, days=950)
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            page = await logged_in(browser, inbox.url, DESKTOP)
+            asked: list[str] = []
+
+            async def answer(dialog: Any) -> None:
+                asked.append(dialog.message)
+                await (dialog.dismiss() if len(asked) == 1 else dialog.accept())
+
+            page.on("dialog", answer)
+            assert await page.locator("#ignore-selected").is_disabled()
+            for item_id in chosen:
+                await page.check(f"#items input[value='{item_id}:1']")
+            assert (await page.locator("#selected-count").inner_text()) == "2 selected"
+            await page.click("#ignore-selected")  # asked, and dismissed: nothing happens
+            assert asked == ["Ignore 2 items? Nothing will be sent to their customers."]
+            assert (await detail(inbox, chosen[0], REVIEWER))["status"] == "waiting"
+            await page.click("#ignore-selected")  # asked again, and confirmed
+            await page.wait_for_url("**/inbox")
+            await page.locator(".flash").wait_for()
+            assert (await page.locator(".flash").inner_text()) == "Ignored 2 items"
+            assert len(asked) == 2
+        finally:
+            await browser.close()
+    statuses = [(await detail(inbox, i, REVIEWER))["status"] for i in (*chosen, kept)]
+    assert statuses == ["ignored", "ignored", "waiting"]
+
+
+async def test_an_unconfirmed_selection_asks_once_and_a_changed_item_is_skipped(
+    inbox: Api, nats_bus: Bus
+) -> None:
+    """Without the page's script (or from a forged post) the inbox asks on a page of its own;
+    an item decided meanwhile is left alone and named."""
+    first = await new_item(inbox, nats_bus, token=REVIEWER)
+    second = await new_item(inbox, nats_bus, token=REVIEWER)
+    async with httpx.AsyncClient(base_url=inbox.url, timeout=10) as client:
+        csrf = await log_in(client, REVIEWER)
+        form = {"csrf": csrf, "item": [f"{first}:1", f"{second}:1"]}
+        asking = await client.post("/inbox/ignore", data=form)
+        assert asking.status_code == 200 and "Ignore 2 items?" in asking.text
+        assert (await detail(inbox, first, REVIEWER))["status"] == "waiting"
+        async with inbox.client(REVIEWER) as api:
+            taken = await api.post(f"/api/items/{second}/decision", json={"type": "accept"})
+            assert taken.status_code == 202
+        done = await client.post("/inbox/ignore", data={**form, "confirmed": "1"})
+        assert (done.status_code, done.headers["location"]) == (303, "/inbox")
+        shown = (await client.get("/inbox")).text
+        assert f"Ignored 1 item; skipped 1: {second} (this item is sending" in shown
+        bad = await client.post("/inbox/ignore", data={"csrf": csrf, "item": "nope"})
+        assert bad.status_code == 422
+        none = await client.post("/inbox/ignore", data={"csrf": csrf})
+        assert none.status_code == 422
+    assert (await detail(inbox, first, REVIEWER))["status"] == "ignored"
