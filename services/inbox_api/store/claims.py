@@ -65,29 +65,45 @@ def _event(
     )
 
 
+def _displace(
+    session: Session,
+    row: ItemRow,
+    current: ClaimRow,
+    reviewer: str,
+    take_over: bool,
+    at: dt.datetime,
+) -> str | None:
+    """Before `reviewer` acts on `row`: how the claim `current` ends, recorded (`expired`, or
+    `taken over` from someone else's live claim: `Claimed` unless `take_over`); None when it is
+    `reviewer`'s own live claim."""
+    until = as_utc(current.until)
+    assert until is not None
+    if until <= at:
+        _event(session, row, current.reviewer, "expired", until)
+        return "expired"
+    if current.reviewer == reviewer:
+        return None
+    if not take_over:
+        raise Claimed(current)
+    _event(session, row, reviewer, "taken over", at, previous=current.reviewer)
+    return "taken over"
+
+
 def _hold(
     session: Session, row: ItemRow, reviewer: str, seconds: float, take_over: bool, at: dt.datetime
 ) -> ClaimRow:
     """Claim or renew `row`'s thread for `reviewer` in `session` (not committed)."""
     current = session.get(ClaimRow, row.thread)
-    until = at + dt.timedelta(seconds=seconds)
     if current is None:
         current = ClaimRow(thread=row.thread, item_id=row.id, reviewer=reviewer, since=at, until=at)
         _event(session, row, reviewer, "claimed", at)
-    elif current.reviewer != reviewer:
-        if as_utc(current.until) > at:  # type: ignore[operator]
-            if not take_over:
-                raise Claimed(current)
-            _event(session, row, reviewer, "taken over", at, previous=current.reviewer)
-        else:
-            _event(session, row, current.reviewer, "expired", as_utc(current.until))  # type: ignore[arg-type]
+    else:
+        ended = _displace(session, row, current, reviewer, take_over, at)
+        if ended == "expired":
             _event(session, row, reviewer, "claimed", at)
-        current.reviewer, current.since = reviewer, at
-    elif as_utc(current.until) <= at:  # type: ignore[operator]
-        _event(session, row, reviewer, "expired", as_utc(current.until))  # type: ignore[arg-type]
-        _event(session, row, reviewer, "claimed", at)
-        current.since = at
-    current.item_id, current.until = row.id, until
+        if ended is not None:
+            current.reviewer, current.since = reviewer, at
+    current.item_id, current.until = row.id, at + dt.timedelta(seconds=seconds)
     session.add(current)
     return current
 
@@ -139,14 +155,7 @@ def before_decision(
     current = session.get(ClaimRow, row.thread)
     if current is None:
         return
-    until = as_utc(current.until)
-    assert until is not None
-    if until <= at:
-        _event(session, row, current.reviewer, "expired", until)
-    elif current.reviewer != reviewer:
-        if not take_over:
-            raise Claimed(current)
-        _event(session, row, reviewer, "taken over", at, previous=current.reviewer)
+    _displace(session, row, current, reviewer, take_over, at)
     session.delete(current)
     _event(session, row, reviewer, "decided", at)
 

@@ -54,10 +54,8 @@ async def renew(request: Request) -> Response:
         )
     except store.NotFound:
         return error(request, 404, "Not found", "There is no such item in the inbox.")
-    except store.claims.Claimed as exc:
-        if not take_over:
-            return JSONResponse({"claimed_by": exc.reviewer}, status_code=409)
-        raise  # a take-over is never refused for a claim
+    except store.claims.Claimed as exc:  # only without take_over: a take-over takes it
+        return JSONResponse({"claimed_by": exc.reviewer}, status_code=409)
     except store.Conflict as exc:
         if not take_over:
             return JSONResponse({"error": str(exc)}, status_code=409)
