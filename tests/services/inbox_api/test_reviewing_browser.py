@@ -6,9 +6,10 @@ once after one confirmation."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -35,6 +36,21 @@ pytestmark = pytest.mark.skipif(
 def inbox(inbox_nats: NatsServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     with running_api("sqlite", inbox_nats, tmp_path_factory.mktemp("phone")) as running:
         yield running
+
+
+@contextlib.asynccontextmanager
+async def chromium() -> AsyncIterator[Any]:
+    """Headless Chromium (Debian's), closed after the block."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            yield browser
+        finally:
+            await browser.close()
 
 
 async def oldest_items(inbox: Api, bus: Bus, days: int, count: int = 3) -> list[str]:
@@ -66,8 +82,6 @@ async def logged_in(browser: Any, url: str, viewport: dict[str, int]) -> Any:
 
 
 async def test_every_page_fits_a_phone_screen(inbox: Api, nats_bus: Bus) -> None:
-    from playwright.async_api import async_playwright
-
     long_word = "https://helpdesk.example.com/attachments/" + "x" * 120  # no place to break
     thread = f"T{uuid.uuid4().hex[:8]}"
     said = conversation(thread, ("customer", f"My refund never arrived, see {long_word}."))
@@ -93,40 +107,30 @@ async def test_every_page_fits_a_phone_screen(inbox: Api, nats_bus: Bus) -> None
 
     await eventually(projected, timeout=15, message=f"{item.id} in the inbox")
 
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-        )
-        try:
-            page = await logged_in(browser, inbox.url, PHONE)
-            row = page.locator(f"#items tr[data-item='{item.id}']")
-            assert await row.is_visible()
-            card = (await row.inner_text()).lower()
-            for shown in ("urgent", "waiting", "maximilian", (item.summary or item.id).lower()):
-                assert shown in card, (shown, card)
-            for path in (
-                "/inbox",
-                "/inbox?status=all",
-                f"/items/{item.id}",
-                f"/items/{item.id}?edit=1",
-                "/stats",
-                "/instructions",
-                "/autosend",
-            ):
-                await page.goto(inbox.url + path)
-                width = await page.evaluate(
-                    "[document.documentElement.scrollWidth, window.innerWidth]"
-                )
-                assert width[0] <= width[1], f"{path} is {width[0]}px wide on a {width[1]}px screen"
-        finally:
-            await browser.close()
+    async with chromium() as browser:
+        page = await logged_in(browser, inbox.url, PHONE)
+        row = page.locator(f"#items tr[data-item='{item.id}']")
+        assert await row.is_visible()
+        card = (await row.inner_text()).lower()
+        for shown in ("urgent", "waiting", "maximilian", (item.summary or item.id).lower()):
+            assert shown in card, (shown, card)
+        for path in (
+            "/inbox",
+            "/inbox?status=all",
+            f"/items/{item.id}",
+            f"/items/{item.id}?edit=1",
+            "/stats",
+            "/instructions",
+            "/autosend",
+        ):
+            await page.goto(inbox.url + path)
+            width = await page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+            assert width[0] <= width[1], f"{path} is {width[0]}px wide on a {width[1]}px screen"
 
 
 async def test_a_draft_with_warnings_is_sent_only_once_they_are_confirmed(
     inbox: Api, nats_bus: Bus
 ) -> None:
-    from playwright.async_api import async_playwright
-
     plain = await new_item(inbox, nats_bus, token=REVIEWER)
     thread = f"T{uuid.uuid4().hex[:8]}"
     warned = draft_item(thread).model_copy(
@@ -138,87 +142,73 @@ async def test_a_draft_with_warnings_is_sent_only_once_they_are_confirmed(
         return (await detail(inbox, warned.id, REVIEWER)).get("status") == "waiting"
 
     await eventually(projected, timeout=15, message=f"{warned.id} in the inbox")
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-        )
-        try:
-            page = await logged_in(browser, inbox.url, DESKTOP)
+    async with chromium() as browser:
+        page = await logged_in(browser, inbox.url, DESKTOP)
 
-            await page.goto(f"{inbox.url}/items/{plain}")
-            assert await page.locator("#warnings").count() == 0
-            assert await page.locator("#accept input[name=confirm]").count() == 0
+        await page.goto(f"{inbox.url}/items/{plain}")
+        assert await page.locator("#warnings").count() == 0
+        assert await page.locator("#accept input[name=confirm]").count() == 0
 
-            await page.goto(f"{inbox.url}/items/{warned.id}")
-            box = page.locator("#warnings")
-            assert "promises a refund amount" in await box.inner_text()
-            above = await box.bounding_box()
-            draft = await page.locator("#draft").bounding_box()
-            assert above is not None and draft is not None and above["y"] < draft["y"]
+        await page.goto(f"{inbox.url}/items/{warned.id}")
+        box = page.locator("#warnings")
+        assert "promises a refund amount" in await box.inner_text()
+        above = await box.bounding_box()
+        draft = await page.locator("#draft").bounding_box()
+        assert above is not None and draft is not None and above["y"] < draft["y"]
 
-            await page.click("#accept button")  # not confirmed: the browser keeps the form
-            assert page.url.endswith(f"/items/{warned.id}")
-            assert (await detail(inbox, warned.id, REVIEWER))["status"] == "waiting"
+        await page.click("#accept button")  # not confirmed: the browser keeps the form
+        assert page.url.endswith(f"/items/{warned.id}")
+        assert (await detail(inbox, warned.id, REVIEWER))["status"] == "waiting"
 
-            # a form that skips the tick (the page's `required` removed) is refused by the inbox
-            await page.evaluate("document.querySelector('#accept input[name=confirm]').remove()")
-            await page.click("#accept button")
-            await page.wait_for_load_state()
-            assert "Confirm the warnings" in await page.locator("main").inner_text()
-            assert (await detail(inbox, warned.id, REVIEWER))["status"] == "waiting"
+        # a form that skips the tick (the page's `required` removed) is refused by the inbox
+        await page.evaluate("document.querySelector('#accept input[name=confirm]').remove()")
+        await page.click("#accept button")
+        await page.wait_for_load_state()
+        assert "Confirm the warnings" in await page.locator("main").inner_text()
+        assert (await detail(inbox, warned.id, REVIEWER))["status"] == "waiting"
 
-            await page.goto(f"{inbox.url}/items/{warned.id}")
-            await page.check("#accept input[name=confirm]")
-            await page.click("#accept button")
-            await page.wait_for_url(lambda url: "after=decision" in url or url.endswith("/inbox"))
-            assert f"Accepted: {warned.id}" in await page.locator(".flash").inner_text()
-            assert (await detail(inbox, warned.id, REVIEWER))["status"] == "sending"
-        finally:
-            await browser.close()
+        await page.goto(f"{inbox.url}/items/{warned.id}")
+        await page.check("#accept input[name=confirm]")
+        await page.click("#accept button")
+        await page.wait_for_url(lambda url: "after=decision" in url or url.endswith("/inbox"))
+        assert f"Accepted: {warned.id}" in await page.locator(".flash").inner_text()
+        assert (await detail(inbox, warned.id, REVIEWER))["status"] == "sending"
 
 
 async def test_the_keyboard_works_through_three_items(inbox: Api, nats_bus: Bus) -> None:
     """j/k and Enter on the list, then a, i and r on three items in a row: after each decision
     the next waiting item opens, saying what was done to the last one."""
-    from playwright.async_api import async_playwright
-
     first, second, third = await oldest_items(inbox, nats_bus, days=900)
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+    async with chromium() as browser:
+        page = await logged_in(browser, inbox.url, DESKTOP)
+
+        await page.keyboard.press("?")
+        assert await page.locator("dialog#keys").is_visible()
+        await page.keyboard.press("Escape")
+        assert not await page.locator("dialog#keys").is_visible()
+
+        selected = page.locator("#items tr.selected")
+        for key, wanted in (("j", first), ("j", second), ("k", first)):
+            await page.keyboard.press(key)
+            assert await selected.get_attribute("data-item") == wanted
+        await page.keyboard.press("Enter")
+        await page.wait_for_url(f"**/items/{first}")
+
+        await page.keyboard.press("a")
+        await page.wait_for_url(f"**/items/{second}?after=decision")
+        assert f"Accepted: {first}" in await page.locator(".flash").inner_text()
+        await page.keyboard.press("i")
+        await page.wait_for_url(f"**/items/{third}?after=decision")
+        assert f"Ignored: {second}" in await page.locator(".flash").inner_text()
+        await page.keyboard.press("r")
+        assert await page.evaluate("document.activeElement.id") == "feedback"
+        await page.keyboard.type("Shorter, please.")
+        await page.click("#respond button")
+        await page.wait_for_url(lambda url: "after=decision" in url or url.endswith("/inbox"))
+        assert (
+            f"Feedback sent; a new draft will follow: {third}"
+            in await page.locator(".flash").inner_text()
         )
-        try:
-            page = await logged_in(browser, inbox.url, DESKTOP)
-
-            await page.keyboard.press("?")
-            assert await page.locator("dialog#keys").is_visible()
-            await page.keyboard.press("Escape")
-            assert not await page.locator("dialog#keys").is_visible()
-
-            selected = page.locator("#items tr.selected")
-            for key, wanted in (("j", first), ("j", second), ("k", first)):
-                await page.keyboard.press(key)
-                assert await selected.get_attribute("data-item") == wanted
-            await page.keyboard.press("Enter")
-            await page.wait_for_url(f"**/items/{first}")
-
-            await page.keyboard.press("a")
-            await page.wait_for_url(f"**/items/{second}?after=decision")
-            assert f"Accepted: {first}" in await page.locator(".flash").inner_text()
-            await page.keyboard.press("i")
-            await page.wait_for_url(f"**/items/{third}?after=decision")
-            assert f"Ignored: {second}" in await page.locator(".flash").inner_text()
-            await page.keyboard.press("r")
-            assert await page.evaluate("document.activeElement.id") == "feedback"
-            await page.keyboard.type("Shorter, please.")
-            await page.click("#respond button")
-            await page.wait_for_url(lambda url: "after=decision" in url or url.endswith("/inbox"))
-            assert (
-                f"Feedback sent; a new draft will follow: {third}"
-                in await page.locator(".flash").inner_text()
-            )
-        finally:
-            await browser.close()
     statuses = [(await detail(inbox, i, REVIEWER))["status"] for i in (first, second, third)]
     assert statuses == ["sending", "ignored", "redrafting"]
 
@@ -226,36 +216,28 @@ async def test_the_keyboard_works_through_three_items(inbox: Api, nats_bus: Bus)
 async def test_selected_items_are_ignored_at_once_after_one_confirmation(
     inbox: Api, nats_bus: Bus
 ) -> None:
-    from playwright.async_api import async_playwright
-
     *chosen, kept = await oldest_items(inbox, nats_bus, days=950)
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-        )
-        try:
-            page = await logged_in(browser, inbox.url, DESKTOP)
-            asked: list[str] = []
+    async with chromium() as browser:
+        page = await logged_in(browser, inbox.url, DESKTOP)
+        asked: list[str] = []
 
-            async def answer(dialog: Any) -> None:
-                asked.append(dialog.message)
-                await (dialog.dismiss() if len(asked) == 1 else dialog.accept())
+        async def answer(dialog: Any) -> None:
+            asked.append(dialog.message)
+            await (dialog.dismiss() if len(asked) == 1 else dialog.accept())
 
-            page.on("dialog", answer)
-            assert await page.locator("#ignore-selected").is_disabled()
-            for item_id in chosen:
-                await page.check(f"#items input[value='{item_id}:1']")
-            assert (await page.locator("#selected-count").inner_text()) == "2 selected"
-            await page.click("#ignore-selected")  # asked, and dismissed: nothing happens
-            assert asked == ["Ignore 2 items? Nothing will be sent to their customers."]
-            assert (await detail(inbox, chosen[0], REVIEWER))["status"] == "waiting"
-            await page.click("#ignore-selected")  # asked again, and confirmed
-            await page.wait_for_url("**/inbox")
-            await page.locator(".flash").wait_for()
-            assert (await page.locator(".flash").inner_text()) == "Ignored 2 items"
-            assert len(asked) == 2
-        finally:
-            await browser.close()
+        page.on("dialog", answer)
+        assert await page.locator("#ignore-selected").is_disabled()
+        for item_id in chosen:
+            await page.check(f"#items input[value='{item_id}:1']")
+        assert (await page.locator("#selected-count").inner_text()) == "2 selected"
+        await page.click("#ignore-selected")  # asked, and dismissed: nothing happens
+        assert asked == ["Ignore 2 items? Nothing will be sent to their customers."]
+        assert (await detail(inbox, chosen[0], REVIEWER))["status"] == "waiting"
+        await page.click("#ignore-selected")  # asked again, and confirmed
+        await page.wait_for_url("**/inbox")
+        await page.locator(".flash").wait_for()
+        assert (await page.locator(".flash").inner_text()) == "Ignored 2 items"
+        assert len(asked) == 2
     statuses = [(await detail(inbox, i, REVIEWER))["status"] for i in (*chosen, kept)]
     assert statuses == ["ignored", "ignored", "waiting"]
 
