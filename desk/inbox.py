@@ -1,9 +1,9 @@
 """`desk inbox`: the review inbox from a terminal, over the inbox API (HTTP, bearer token).
 
 desk inbox list [--status S | --all] [--priority P] [--category C] [--source S] [--text T]
-                [--sort oldest|newest|priority] [--limit N] [--cursor C]
-                                    a table of items (default: waiting, overdue first, then
-                                    oldest first)
+                [--queue Q] [--mine] [--sort oldest|newest|priority] [--limit N] [--cursor C]
+                                    a table of items (default: waiting; overdue and those
+                                    near or past their target first, then oldest first)
 desk inbox show ID                  the item: the customer, the ticket, status and priority,
                                     the conversation (what the draft answers marked), the
                                     draft, earlier versions with their feedback, decisions
@@ -96,6 +96,10 @@ def add_arguments(subparsers: Any) -> None:
     listing.add_argument("--category", help="only this category")
     listing.add_argument("--source", help="only items triggered by this source")
     listing.add_argument("--text", help="search summary, description and ticket id")
+    listing.add_argument("--queue", help="only this queue")
+    listing.add_argument(
+        "--mine", action="store_true", help="only your queues' items and those you have claimed"
+    )
     listing.add_argument(
         "--sort",
         default="oldest",
@@ -260,9 +264,11 @@ def _list(client: Client, args: argparse.Namespace) -> str:
     params = {"sort": args.sort, "limit": str(args.limit)}
     if not args.all and args.status:
         params["status"] = args.status
-    for name in ("priority", "category", "source", "text", "cursor"):
+    for name in ("priority", "category", "source", "text", "queue", "cursor"):
         if getattr(args, name, None):
             params[name] = getattr(args, name)
+    if args.mine:
+        params["mine"] = "true"
     page = client.items(params)
     items: list[dict[str, Any]] = page.get("items") or []
     if not items:
@@ -324,13 +330,30 @@ def age(created_at: str | None, now: dt.datetime | None = None) -> str:
 def render_table(
     items: list[dict[str, Any]], now: dt.datetime | None = None, width: int = WIDTH
 ) -> str:
-    """ID, AGE, STATUS, PRIORITY, CATEGORY, TICKET, SUMMARY; an overdue item's summary starts
-    with `[overdue since DAY]`; the summary is cut to fit `width` columns."""
-    header = ("ID", "AGE", "STATUS", "PRIORITY", "CATEGORY", "TICKET", "SUMMARY")
-    rows = [header]
+    """ID, AGE, STATUS, PRIORITY, CATEGORY, QUEUE (when some item has one), TICKET, SUMMARY;
+    the summary of an item
+    past or near its target starts with `[past target]` / `[due HH:MM]`, of an overdue one with
+    `[overdue since DAY]`; the summary is cut to fit `width` columns."""
+    queued = any(item.get("queue") for item in items)  # the QUEUE column only where it says
+    header: tuple[str, ...] = (
+        "ID",
+        "AGE",
+        "STATUS",
+        "PRIORITY",
+        "CATEGORY",
+        "QUEUE",
+        "TICKET",
+        "SUMMARY",
+    )
+    rows: list[tuple[str, ...]] = [header]
     for item in items:
         overdue = item.get("overdue_since")
         summary = _one_line(item.get("summary"))
+        level = item.get("service_level") or {}
+        if level.get("standing") == "past":
+            summary = f"[past target] {summary}"
+        elif level.get("standing") == "near":
+            summary = f"[due {_when(level['due_at'])}] {summary}"
         rows.append(
             (
                 _one_line(item.get("id")),
@@ -339,10 +362,14 @@ def render_table(
                 + (f" ({_one_line(item['claimed_by'])})" if item.get("claimed_by") else ""),
                 _one_line(item.get("priority")),
                 _one_line(item.get("category")),
+                _one_line(item.get("queue")),
                 _one_line(item.get("ticket_id")),
                 f"[overdue since {_one_line(overdue)}] {summary}" if overdue else summary,
             )
         )
+    if not queued:
+        rows = [row[:5] + row[6:] for row in rows]
+        header = rows[0]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     room = max(20, width - sum(widths) - 2 * (len(header) - 1))
     return "\n".join(
@@ -351,6 +378,15 @@ def render_table(
         ).rstrip()
         for row in rows
     )
+
+
+def _target(level: dict[str, Any]) -> str:
+    """`past: due 2026-12-02 14:05 UTC`, `near: due …`, `due …` (in time), or `met`."""
+    due = f"due {_when(level['due_at'])}" if level.get("due_at") else "no target"
+    standing = level.get("standing")
+    if standing in ("past", "near"):
+        return f"{standing}: {due}"
+    return due if standing == "ok" else f"{due} (no longer waiting)"
 
 
 def render_item(item: dict[str, Any], now: dt.datetime | None = None) -> str:
@@ -390,6 +426,8 @@ def render_item(item: dict[str, Any], now: dt.datetime | None = None) -> str:
         ("customer", _customer(customer) if customer else "-"),
         ("ticket", ticket),
         ("priority", item.get("priority") or "-"),
+        ("queue", item.get("queue") or "-"),
+        *([("target", _target(item["service_level"]))] if item.get("service_level") else []),
         *(
             [("claimed", f"by {item['claim']['reviewer']} until {_when(item['claim']['until'])}")]
             if item.get("claim")

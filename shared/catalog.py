@@ -165,7 +165,7 @@ INBOX_API = ServiceSpec(
     ),
     # Decisions; and a replayed dead letter goes back to the subject it was stored on
     # (filled in below: every subject some service consumes).
-    publishes=(subjects.INBOX_DECISION,),
+    publishes=(subjects.INBOX_DECISION, subjects.INBOX_NOTICE),
     reads=(subjects.DLQ, subjects.EVENTS, subjects.WORK, subjects.INBOX, subjects.RESULTS),
     deletes=(subjects.DLQ,),
     kv_writes=(GUIDANCE,),
@@ -178,6 +178,7 @@ INBOX_API = ServiceSpec(
         "inbox_autosend",
         "inbox_claims",
         "inbox_claim_events",
+        "inbox_notices",
     ),
     talks_to=("postgres",),
     reached_by=("reviewers",),
@@ -192,6 +193,8 @@ SENDER = ServiceSpec(
         ),
         ConsumerSpec("sender", subjects.INBOX, (subjects.INBOX_DECISION,)),
         ConsumerSpec("sender-notify", subjects.WORK, (subjects.work_for("notify"),)),
+        # the inbox's escalations and digests, posted like supervisor notifications
+        ConsumerSpec("sender-notices", subjects.INBOX, (subjects.INBOX_NOTICE,)),
     ),
     publishes=SENDER_RESULTS,
     kv_writes=(LEDGER,),
@@ -221,7 +224,7 @@ SERVICES: tuple[ServiceSpec, ...] = (INGRESS, ROUTER, DRAFTER, INBOX_API, SENDER
 CONSUMED: tuple[str, ...] = tuple(
     dict.fromkeys(s for spec in SERVICES for c in spec.consumers for s in c.subjects)
 )
-INBOX_API = replace(INBOX_API, publishes=(subjects.INBOX_DECISION, *CONSUMED))
+INBOX_API = replace(INBOX_API, publishes=tuple(dict.fromkeys((*INBOX_API.publishes, *CONSUMED))))
 SERVICES = (INGRESS, ROUTER, DRAFTER, INBOX_API, SENDER, RECONCILER)
 
 SUBSCRIBER = ServiceSpec(

@@ -58,12 +58,17 @@ DRAFT_CONFIG = InterruptConfig(
 NOTIFY_CONFIG = InterruptConfig(allow_ignore=True)
 
 
+# A work queue's name (routing rules put work in one; reviewers belong to queues).
+QUEUE_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,39}$"
+
+
 class Trigger(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     source: str
     type: str
     event_id: str
+    queue: str | None = Field(default=None, pattern=QUEUE_PATTERN)  # the router's queue for it
 
 
 class Cost(BaseModel):
@@ -151,6 +156,44 @@ class Overdue(BaseModel):
     ticket_id: str | None = None
     day: dt.date
     at: dt.datetime
+
+
+NoticeKind = Literal["sla.near", "sla.past", "digest"]
+NOTICE_KINDS: tuple[NoticeKind, ...] = get_args(NoticeKind)
+
+
+class QueueSummary(BaseModel):
+    """What waits in one queue (`queue` None: work no rule put in a queue)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    queue: str | None = None
+    waiting: int = Field(ge=0)
+    near: int = Field(default=0, ge=0)  # nearing their target
+    past: int = Field(default=0, ge=0)  # past it
+    oldest_seconds: float = Field(default=0.0, ge=0)
+
+
+class Notice(BaseModel):
+    """The inbox asks the notifier to tell the team something: an item nears or passed its
+    service-level target (once per threshold per round), or a queue's digest (once per slot).
+    Its `id` is its idempotency key. Names only: never a customer's address."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(min_length=1, max_length=300)
+    kind: NoticeKind
+    at: dt.datetime
+    queue: str | None = Field(default=None, pattern=QUEUE_PATTERN)
+    item_id: str | None = None
+    ticket_id: str | None = None
+    priority: str | None = None
+    category: str | None = None
+    customer: str | None = None  # the customer's name
+    summary: str | None = None
+    due_at: dt.datetime | None = None
+    mention: list[str] = Field(default_factory=list)  # Slack member ids to mention
+    digest: QueueSummary | None = None
 
 
 class Decision(BaseModel):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import tomllib
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import (
     AliasChoices,
@@ -16,12 +16,15 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .bus import NatsAuth
+from .inbox import CATEGORIES, QUEUE_PATTERN
 from .retry import RetryPolicy
+from .source.base import Priority
 
 RetrieverName = Literal["bm25", "embeddings"]  # how the drafter finds knowledge passages
 
@@ -282,6 +285,19 @@ class ReviewerConfig(BaseModel):
     name: str = Field(min_length=1)
     role: Literal["reviewer", "viewer"] = "reviewer"
     token_sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 hex of the token")
+    queues: list[Annotated[str, Field(pattern=QUEUE_PATTERN)]] = Field(
+        default_factory=list, description="the review queues this reviewer works ('mine')"
+    )
+    notify: str | None = Field(
+        default=None,
+        pattern=r"^[UW][A-Z0-9]{2,20}$",
+        description="a Slack member id to mention when an item of their queues passes its target",
+    )
+
+
+# Service-level targets: minutes to a decision, by priority or by category (the smaller wins).
+SLA_KEYS: tuple[str, ...] = (*get_args(Priority), *CATEGORIES)
+DEFAULT_SLA = {"urgent": 60.0, "high": 240.0, "normal": 1440.0, "low": 4320.0}
 
 
 class InboxApiSettings(DeskSettings):
@@ -343,6 +359,33 @@ class InboxApiSettings(DeskSettings):
         le=3600,
         description="how long opening an item claims it (its page renews the claim while open)",
     )
+
+    sla_targets: dict[str, float] = Field(
+        default_factory=lambda: dict(DEFAULT_SLA),
+        description="JSON {priority or category: minutes to a decision}; {} turns targets off",
+    )
+    sla_near: float = Field(
+        default=0.75, gt=0, lt=1, description="the share of its target after which an item nears it"
+    )
+    sla_scan_seconds: float = Field(
+        default=30.0, gt=0, le=3600, description="seconds between scans for escalations"
+    )
+    digest_minutes: float = Field(
+        default=0.0, ge=0, description="minutes between digests of waiting items per queue (0: off)"
+    )
+
+    @field_validator("sla_targets")
+    @classmethod
+    def _sla(cls, value: dict[str, float]) -> dict[str, float]:
+        for key, minutes in value.items():
+            if key not in SLA_KEYS:
+                raise ValueError(
+                    f"DESK_SLA_TARGETS: {key!r} is no priority or category "
+                    f"(one of {', '.join(SLA_KEYS)})"
+                )
+            if not minutes > 0:
+                raise ValueError(f"DESK_SLA_TARGETS: {key!r} needs a positive number of minutes")
+        return value
 
     @model_validator(mode="after")
     def _ticket_url(self) -> InboxApiSettings:

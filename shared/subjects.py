@@ -36,6 +36,7 @@ INBOX_ITEM = "inbox.item"
 INBOX_DECISION = "inbox.decision"
 INBOX_WITHDRAWN = "inbox.withdrawn"  # the drafter takes a waiting draft back
 INBOX_OVERDUE = "inbox.overdue"  # the drafter marks a waiting draft overdue (stale scan)
+INBOX_NOTICE = "inbox.notice"  # the inbox asks the notifier to post (escalations, digests)
 
 _TOKEN = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
 

@@ -47,6 +47,7 @@ def draft_item(
     priority: str | None = None,
     cause: str | None = None,
     citations: list[Citation] | None = None,
+    queue: str | None = None,
 ) -> InboxItem:
     return InboxItem(
         action_request=ActionRequest(
@@ -60,7 +61,9 @@ def draft_item(
         ticket_id=thread,
         category=category,
         summary=f"{category.capitalize()}: help with {thread}",
-        trigger=Trigger(source="helpdesk", type="ticket.created", event_id=f"helpdesk:{thread}"),
+        trigger=Trigger(
+            source="helpdesk", type="ticket.created", event_id=f"helpdesk:{thread}", queue=queue
+        ),
         created_at=created_at or dt.datetime.now(dt.UTC),
         cost=Cost(input_tokens=120, output_tokens=60, usd=0.0001),
         feedback=feedback or [],

@@ -130,6 +130,9 @@ class Drafter:
             if before == "?":
                 return  # not a round this thread drafted (or drafted before rounds were kept)
             trigger = {"source": "sender", "type": REPLY_WITHDRAWN, "event_id": delivery.body.id}
+            queue = (values.get("trigger") or {}).get("queue")
+            if queue:  # the redraft waits where the round did
+                trigger["queue"] = queue
             if state.interrupts:
                 item = InboxItem.model_validate(state.interrupts[0].value)
                 if withdrawn_round in item.round_messages or item.round == withdrawn_round:

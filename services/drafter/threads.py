@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from shared.envelope import Envelope
 from shared.errors import PermanentError
+from shared.inbox import QUEUE_PATTERN
 from shared.source.events import ticket_ref
 
 STALE = "ticket.stale"
@@ -64,6 +65,11 @@ class Work:
 
 def work_for(envelope: Envelope) -> Work:
     trigger = {"source": envelope.source, "type": envelope.type, "event_id": envelope.id}
+    queue = (envelope.model_extra or {}).get("queue")  # the router's extension attribute
+    if queue is not None:
+        if not isinstance(queue, str) or not re.fullmatch(QUEUE_PATTERN, queue):
+            raise PermanentError("the work item's queue is not a queue name")
+        trigger["queue"] = queue
     body = envelope.data
     if envelope.type == MAIL:
         return _mail(envelope, body, trigger)

@@ -12,6 +12,7 @@ import asyncio
 import functools
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote
@@ -27,7 +28,7 @@ from shared import deadletters, ids, subjects, trace
 from shared.bus import Bus
 from shared.envelope import Envelope
 from shared.errors import PermanentError, TransientError
-from shared.inbox import Decision
+from shared.inbox import QUEUE_PATTERN, Decision
 from shared.settings import InboxApiSettings
 
 from . import store
@@ -185,6 +186,12 @@ async def list_items(request: Request) -> Response:
     priority = q.get("priority") or None
     if priority is not None and priority not in store.PRIORITIES:
         return error(422, f"priority must be one of {', '.join(store.PRIORITIES)}")
+    queue = q.get("queue") or None
+    if queue is not None and not re.fullmatch(QUEUE_PATTERN, queue):
+        return error(422, "queue is not a queue name (lowercase letters, digits, - and _)")
+    mine = q.get("mine") or None
+    if mine not in (None, "1", "true", "0", "false"):
+        return error(422, "mine must be true or false")
     try:
         limit = int(q.get("limit", "50"))
     except ValueError:
@@ -200,6 +207,8 @@ async def list_items(request: Request) -> Response:
             source=q.get("source") or None,
             text=q.get("text") or None,
             priority=priority,
+            queue=queue,
+            mine=store.Mine(who.name, who.queues) if mine in ("1", "true") else None,
             sort=sort,  # type: ignore[arg-type]
             cursor=q.get("cursor") or None,
             limit=limit,

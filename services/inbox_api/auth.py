@@ -19,8 +19,25 @@ def digest(token: str) -> str:
 class Reviewers:
     def __init__(self, configured: list[ReviewerConfig]) -> None:
         self._entries = [
-            (bytes.fromhex(r.token_sha256), Reviewer(r.name, r.role)) for r in configured
+            (bytes.fromhex(r.token_sha256), Reviewer(r.name, r.role, tuple(r.queues)))
+            for r in configured
         ]
+        self._configured = list(configured)
+
+    @property
+    def queues(self) -> list[str]:
+        """Every queue some reviewer works, each once."""
+        return list(dict.fromkeys(q for r in self._configured for q in r.queues))
+
+    def mentions(self) -> dict[str, list[str]]:
+        """Per queue, the Slack member ids of its reviewers who asked to hear when an item of
+        theirs passes its target."""
+        found: dict[str, list[str]] = {}
+        for entry in self._configured:
+            for queue in entry.queues:
+                if entry.notify and entry.notify not in found.setdefault(queue, []):
+                    found[queue].append(entry.notify)
+        return found
 
     @classmethod
     def load(cls, configured: list[ReviewerConfig], var_dir: Path) -> Reviewers:

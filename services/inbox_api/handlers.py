@@ -36,16 +36,21 @@ class ItemProjection:
     """Items, and the drafter's notices about them (withdrawn, overdue), into the inbox."""
 
     def __init__(
-        self, engine: Engine, bus: Bus | None = None, policy: store.autosend.Policy | None = None
+        self,
+        engine: Engine,
+        bus: Bus | None = None,
+        policy: store.autosend.Policy | None = None,
+        targets: store.targets.Targets | None = None,
     ) -> None:
         self.engine = engine
         self.bus = bus
         self.policy = policy or store.autosend.Policy()
+        self.targets = targets or store.targets.Targets()
 
     async def on_item(self, delivery: Delivery[Envelope]) -> None:
         item: InboxItem = delivery.payload  # checked by the runtime (Consumer.payload)
         traceparent = trace.current_header()  # this projection's span: the decision continues it
-        if await asyncio.to_thread(store.project, self.engine, item, traceparent):
+        if await asyncio.to_thread(store.project, self.engine, item, traceparent, self.targets):
             log.info("item %s is in the inbox", item.id)
         await self._auto_send(item)
 

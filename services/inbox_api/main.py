@@ -17,6 +17,7 @@ from .api import Inbox
 from .api import routes as api_routes
 from .auth import Reviewers
 from .handlers import ItemProjection, ResultProjection, relay
+from .notices import Notices
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +52,14 @@ async def run(settings: InboxApiSettings) -> None:
             service.app.add_middleware(layer.cls, *layer.args, **layer.kwargs)
         async with service as svc:
             # the waiting count and the oldest item's age, read off the event loop
+            metrics.known_queues(reviewers.queues)
             read = functools.partial(store.waiting, engine)
             svc.every(metrics.REFRESH_SECONDS, lambda: metrics.refresh(read), name="inbox metrics")
             if not reviewers:
                 log.warning("no reviewer tokens configured: every API call will get 401")
             if svc.bus is not None:
-                projection = ItemProjection(engine, svc.bus, policy)
+                targets = store.targets.Targets(settings.sla_targets, settings.sla_near)
+                projection = ItemProjection(engine, svc.bus, policy, targets)
                 await svc.consume(
                     "inbox_api",
                     {
@@ -75,6 +78,14 @@ async def run(settings: InboxApiSettings) -> None:
                 svc.every(
                     settings.relay_interval, lambda: relay(bus, engine), name="decision relay"
                 )
+                notices = Notices(
+                    engine,
+                    bus,
+                    reviewers.mentions(),
+                    scan_seconds=settings.sla_scan_seconds,
+                    digest_seconds=settings.digest_minutes * 60,
+                )
+                svc.every(settings.sla_scan_seconds, notices.scan, name="notices")
             await svc.until_stopped()
     finally:
         engine.dispose()

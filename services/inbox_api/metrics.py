@@ -10,10 +10,10 @@ alerting. Decisions are counted where they are recorded, per process (aggregate 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, get_args
 
 from prometheus_client import REGISTRY, Counter, Gauge
 from prometheus_client.core import GaugeMetricFamily
@@ -27,7 +27,12 @@ from shared.inbox import (
     NOTIFY_CONFIG,
     InterruptConfig,
 )
+from shared.source.base import Priority
 
+if TYPE_CHECKING:
+    from .store import Waiting
+
+PRIORITIES: tuple[str, ...] = get_args(Priority)
 log = logging.getLogger(__name__)
 
 REFRESH_SECONDS = 10.0
@@ -52,25 +57,44 @@ WAITING = Gauge(
 )
 
 
+NO_QUEUE = "none"  # the queue label of work no rule put in a queue
+PAST_TARGET = Gauge(
+    "desk_inbox_past_target_items",
+    "Waiting inbox items past their service-level target, by queue (max across replicas).",
+    ["queue"],
+)
+
+
 class OldestWaiting(Collector):
-    """`desk_inbox_oldest_waiting_seconds`: age of the oldest waiting item, 0 when none waits."""
+    """`desk_inbox_oldest_waiting_seconds{queue, priority}`: the age of the oldest waiting item
+    of each queue and priority (0 where none waits; every known queue has its series)."""
+
+    _labelnames = ("queue", "priority")  # as prometheus_client's own metrics name them
 
     def __init__(self) -> None:
-        self.created: float | None = None  # epoch seconds of the oldest waiting item
+        self.created: dict[tuple[str, str], float] = {}  # epoch seconds of each lane's oldest
+        self.queues: set[str] = {NO_QUEUE}  # every queue seen or configured
 
     def describe(self) -> Iterator[GaugeMetricFamily]:
         yield self._family()
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        age = 0.0 if self.created is None else max(0.0, time.time() - self.created)
-        yield self._family(age)
+        family = self._family()
+        at = time.time()
+        for queue in sorted(self.queues):
+            for priority in PRIORITIES:
+                created = self.created.get((queue, priority))
+                age = 0.0 if created is None else max(0.0, at - created)
+                family.add_metric([queue, priority], age)
+        yield family
 
     @staticmethod
-    def _family(age: float | None = None) -> GaugeMetricFamily:
+    def _family() -> GaugeMetricFamily:
         return GaugeMetricFamily(
             "desk_inbox_oldest_waiting_seconds",
-            "Age of the oldest inbox item waiting for a reviewer (0 when none waits).",
-            value=age,
+            "Age of the oldest inbox item waiting for a reviewer, by queue and priority "
+            "(0 where none waits).",
+            labels=list(OldestWaiting._labelnames),
         )
 
 
@@ -78,12 +102,26 @@ OLDEST = OldestWaiting()
 REGISTRY.register(OLDEST)
 
 
-def record(count: int, oldest: dt.datetime | None) -> None:
-    WAITING.set(count)
-    OLDEST.created = None if oldest is None else oldest.timestamp()
+def known_queues(queues: Iterable[str]) -> None:
+    """The configured queues: each has its series from the start, at 0."""
+    OLDEST.queues.update(queues)
+    for queue in OLDEST.queues:
+        PAST_TARGET.labels(queue)
 
 
-async def refresh(read: Callable[[], tuple[int, dt.datetime | None]]) -> None:
-    """Read (waiting count, oldest created_at) in a thread and record it: the inbox's periodic
-    work every REFRESH_SECONDS (a failed pass keeps the last values)."""
-    record(*await asyncio.to_thread(read))
+def record(waiting: Waiting) -> None:
+    WAITING.set(waiting.count)
+    OLDEST.created = {
+        (queue or NO_QUEUE, priority or "normal"): stamp.timestamp()
+        for (queue, priority), stamp in waiting.lanes.items()
+        if stamp is not None
+    }
+    OLDEST.queues.update(q for q, _ in OLDEST.created)
+    for queue in OLDEST.queues:
+        PAST_TARGET.labels(queue).set(waiting.past.get(None if queue == NO_QUEUE else queue, 0))
+
+
+async def refresh(read: Callable[[], Waiting]) -> None:
+    """Read what waits in a thread and record it: the inbox's periodic work every
+    REFRESH_SECONDS (a failed pass keeps the last values)."""
+    record(await asyncio.to_thread(read))

@@ -186,6 +186,21 @@ def document() -> dict[str, Any]:
             },
             "round_messages": {"type": "array", "items": {"type": "string"}},
             "overdue_since": {"type": ["string", "null"], "format": "date"},
+            "queue": {
+                "type": ["string", "null"],
+                "description": "the review queue a routing rule put the work in",
+            },
+            "service_level": {
+                "type": ["object", "null"],
+                "description": "where the item stands against its target time to a decision "
+                "(null: no target applies); `standing` is null once it no longer waits",
+                "properties": {
+                    "standing": {"enum": ["ok", "near", "past", None]},
+                    "waiting_since": {"type": "string", "format": "date-time"},
+                    "near_at": {"type": "string", "format": "date-time"},
+                    "due_at": {"type": "string", "format": "date-time"},
+                },
+            },
             "withdrawn_reason": {"type": ["string", "null"]},
             "trace_id": {
                 "type": ["string", "null"],
@@ -250,6 +265,13 @@ def document() -> dict[str, Any]:
         {"name": "source", "in": "query", "schema": {"type": "string"}},
         {"name": "text", "in": "query", "schema": {"type": "string"}},
         {"name": "priority", "in": "query", "schema": {"enum": list(PRIORITIES)}},
+        {"name": "queue", "in": "query", "schema": {"type": "string"}},
+        {
+            "name": "mine",
+            "in": "query",
+            "description": "only the items of the caller's queues and those they have claimed",
+            "schema": {"type": "boolean"},
+        },
         {"name": "sort", "in": "query", "schema": {"enum": ["oldest", "newest", "priority"]}},
         {"name": "cursor", "in": "query", "schema": {"type": "string"}},
         {

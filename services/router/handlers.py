@@ -51,13 +51,19 @@ class Router:
             if claimed is not None and claimed != told:  # the subject, not a header, says
                 raise PermanentError(f"{header} {claimed!r} disagrees with {delivery.subject}")
         targets = self.rules.targets(source, event_type, delivery.body)
-        await self._route(delivery, source, event_type, targets)
+        queue = self.rules.queue(source, event_type, delivery.body) if targets else None
+        await self._route(delivery, source, event_type, targets, queue)
         ref = ticket_ref(delivery.body)
         if ref is not None:  # the processed-ledger the reconciler compares the helpdesk with
             await self.ledger.claim(ids.seen(event_type, ref.ticket_id))
 
     async def _route(
-        self, delivery: Delivery[Any], source: str, event_type: str, targets: list[str]
+        self,
+        delivery: Delivery[Any],
+        source: str,
+        event_type: str,
+        targets: list[str],
+        queue: str | None,
     ) -> None:
         if not targets:
             UNROUTED.labels(event_type).inc()
@@ -74,6 +80,7 @@ class Router:
             time=delivery.stored_at,  # deterministic: a redelivery builds the same bytes
             correlationid=event_msg_id,
             data=delivery.body,
+            **({"queue": queue} if queue else {}),  # an extension attribute: the review queue
         ).to_bytes()
         headers = {
             h.CORRELATION_ID: event_msg_id,

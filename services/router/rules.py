@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from shared import jsonpath, subjects
+from shared.inbox import QUEUE_PATTERN
 from shared.settings import ConfigError, first_error, read_toml
 
 DEFAULT_RULES = Path(__file__).with_name("rules.toml")
@@ -57,6 +58,8 @@ class Rule(BaseModel):
     sources: list[str] | None = None
     when: list[Predicate] = Field(default_factory=list)
     targets: list[str] = Field(min_length=1)
+    # the review queue its work goes to (the first matching rule that names one decides)
+    queue: str | None = Field(default=None, pattern=QUEUE_PATTERN)
 
     @field_validator("targets")
     @classmethod
@@ -86,6 +89,18 @@ class Rules:
             if rule.matches(source, event_type, document):
                 found.update(dict.fromkeys(rule.targets))
         return list(found)
+
+    def queue(self, source: str, event_type: str, document: Any) -> str | None:
+        """The queue of the first matching rule that names one, or None."""
+        for rule in self.rules:
+            if rule.queue is not None and rule.matches(source, event_type, document):
+                return rule.queue
+        return None
+
+    @property
+    def queues(self) -> list[str]:
+        """Every queue a rule names, each once, in rule order."""
+        return list(dict.fromkeys(r.queue for r in self.rules if r.queue is not None))
 
     @classmethod
     def parse(cls, document: dict[str, Any], origin: str = "rules") -> Rules:

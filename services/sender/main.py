@@ -8,7 +8,7 @@ import logging
 
 from shared import subjects
 from shared.db import database_url, make_engine, reachable
-from shared.inbox import Decision, InboxItem, Withdrawal
+from shared.inbox import Decision, InboxItem, Notice, Withdrawal
 from shared.ledger import Ledger
 from shared.service import Service
 from shared.settings import ConfigError, SenderSettings
@@ -123,6 +123,7 @@ async def run(settings: SenderSettings) -> None:
                 "posted to the incoming webhook" if notifier.webhook else "logged only",
             )
             await svc.consume("sender-notify", notifier.on_event)
+            await svc.consume("sender-notices", notifier.on_notice, payload=Notice)
             await svc.until_stopped()
     finally:
         if channel is not None:

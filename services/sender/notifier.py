@@ -22,7 +22,10 @@ urgent ticket costs more than a repeated line.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
+import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -34,6 +37,7 @@ from shared import answers, ids, jsonpath, subjects
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError
+from shared.inbox import Notice
 from shared.ledger import Ledger
 from shared.logging import redact
 from shared.results import NOTIFY_FAILED, NOTIFY_SENT, event_id
@@ -160,7 +164,33 @@ class Notifier:
             raise PermanentError(f"a {envelope.type} event on the subject of {event_type}")
         ref = ticket_ref(envelope.data)
         ticket_id = ref.ticket_id if ref and ref.ticket_id else None
-        key = ids.notify(envelope.id)  # the event's id, not this copy's: a duplicate matches
+
+        async def text() -> str:
+            return message(envelope, ref, await self._ticket(ref))
+
+        # the event's id, not this copy's: a duplicate matches
+        await self._once(envelope.id, ticket_id, event_type, text, delivery.attempt)
+
+    async def on_notice(self, delivery: Delivery[Envelope]) -> None:
+        """`inbox.notice`: an escalation or a queue's digest from the inbox, posted once per
+        notice id (the inbox's idempotency key) like a routed event."""
+        notice: Notice = delivery.payload  # checked by the runtime (Consumer.payload)
+
+        async def text() -> str:
+            return notice_message(notice)
+
+        await self._once(notice.id, notice.ticket_id, notice.kind, text, delivery.attempt)
+
+    async def _once(
+        self,
+        event_id: str,
+        ticket_id: str | None,
+        event_type: str,
+        text: Callable[[], Awaitable[str]],
+        attempt: int,
+    ) -> None:
+        """Post `text()` for `event_id` unless its notification is final already."""
+        key = ids.notify(event_id)
         # One worker per key at a time (across replicas); the UNIQUE key stops a second row.
         async with self.ledger.lease(key, ttl=self.lease_ttl, wait=self.lease_wait):
             row = await asyncio.to_thread(
@@ -169,7 +199,7 @@ class Notifier:
                 notifications.NotificationRow(
                     key=key,
                     ticket_id=ticket_id,
-                    event_id=envelope.id,
+                    event_id=event_id,
                     event_type=event_type,
                     channel=self.channel,
                     created_at=now(),
@@ -178,8 +208,7 @@ class Notifier:
             if row.status in notifications.FINAL:
                 NOTIFICATIONS.labels(row.channel, "duplicate").inc()
                 raise BusinessReject(f"{key} was already {row.status}", outcome="duplicate")
-            ticket = await self._ticket(ref)
-            await self._notify(row, message(envelope, ref, ticket), delivery.attempt)
+            await self._notify(row, await text(), attempt)
         self.relay.wake()
 
     async def _ticket(self, ref: TicketRef | None) -> Ticket | None:
@@ -316,6 +345,52 @@ def message(envelope: Envelope, ref: TicketRef | None, ticket: Ticket | None) ->
     if name:
         text += f" from {_clean(name, 80)}"
     return _escape(text) + ". Review it in the inbox."
+
+
+def notice_message(notice: Notice) -> str:
+    """An escalation: `Ticket T1012 (urgent, billing queue) from Mateus Oliveira is past its
+    target (due 14:05 UTC): "Refund for a double charge". Review it in the inbox.`; a digest:
+    `Billing queue: 4 waiting (1 past target, 2 nearing it); the oldest has waited 3 h 10 min.`
+    Names only, masked like the rest; mentions (`<@U…>`) are the only markup it makes."""
+    queue = f"{notice.queue} queue" if notice.queue else "no queue"
+    if notice.kind == "digest" and notice.digest is not None:
+        d = notice.digest
+        text = f"{queue.capitalize()}: {d.waiting} waiting"
+        late = [f"{d.past} past target"] if d.past else []
+        late += [f"{d.near} nearing it"] if d.near else []
+        if late:
+            text += f" ({', '.join(late)})"
+        text += f"; the oldest has waited {_duration(d.oldest_seconds)}."
+        return _escape(text)
+    what = f"Ticket {notice.ticket_id}" if notice.ticket_id else "An item"
+    detail = ", ".join(x for x in (notice.priority, queue) if x)
+    text = f"{what} ({detail})"
+    if notice.customer:
+        text += f" from {_clean(notice.customer, 80)}"
+    if notice.kind == "sla.past":
+        text += " is past its target"
+    else:
+        text += " nears its target"
+    if notice.due_at is not None:
+        text += f" (due {notice.due_at.astimezone(dt.UTC):%H:%M} UTC)"
+    if notice.summary:
+        text += f': "{_clean(notice.summary, MAX_SUBJECT)}"'
+    text = _escape(text) + ". Review it in the inbox."
+    mentions = [f"<@{m}>" for m in notice.mention if _MEMBER.fullmatch(m)]
+    return " ".join([*mentions, text])
+
+
+_MEMBER = re.compile(r"[UW][A-Z0-9]{2,20}")
+
+
+def _duration(seconds: float) -> str:
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    return f"{hours // 24} days"
 
 
 def _text(body: Any, paths: tuple[str, ...]) -> str | None:

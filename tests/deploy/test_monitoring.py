@@ -115,6 +115,7 @@ REQUIRED_DESK_METRICS = {
 REQUIRED_ALERTS = {
     "DeskDeadLetters",
     "DeskInboxOldestWaiting",
+    "DeskInboxPastTarget",
     "DeskConsumerLagGrowing",
     "DeskReconcilerGaps",
     "DeskChannelRetryRate",
@@ -655,7 +656,7 @@ def test_labels_used_belong_to_the_metrics(scraped: Scraped) -> None:
 def test_the_inbox_metrics_come_from_the_database(scraped: Scraped) -> None:
     before = scraped.inbox_before.samples
     assert before["desk_inbox_waiting_items"] == {frozenset(): 2.0}
-    (oldest,) = before["desk_inbox_oldest_waiting_seconds"].values()
+    oldest = max(before["desk_inbox_oldest_waiting_seconds"].values())
     assert 2 * 3600 - 5 < oldest < 2 * 3600 + 300
     assert scraped.inbox_before.families["desk_inbox_decisions"] == "counter"
     # no decision yet: every category's series exists at 0, for each decision its items allow
@@ -672,19 +673,32 @@ async def test_the_inbox_metrics_follow_the_store(tmp_path: Path) -> None:
     from services.inbox_api import metrics
 
     engine = make_engine(database_url(None, tmp_path, "inbox"))
+    oldest = "desk_inbox_oldest_waiting_seconds"
     try:
         inbox_store.create_tables(engine)
-        assert inbox_store.waiting(engine) == (0, None)
-        metrics.record(*inbox_store.waiting(engine))
-        assert REGISTRY.get_sample_value("desk_inbox_oldest_waiting_seconds") == 0.0
+        assert inbox_store.waiting(engine) == inbox_store.Waiting()
+        metrics.known_queues(["billing"])
+        metrics.record(inbox_store.waiting(engine))
+        # every known queue's series exists at 0 for each priority, before anything waits
+        assert REGISTRY.get_sample_value(oldest, {"queue": "billing", "priority": "urgent"}) == 0
+        assert REGISTRY.get_sample_value(oldest, {"queue": "none", "priority": "low"}) == 0
         created = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=30)
-        inbox_store.project(engine, draft_item("W1", created_at=created))
+        targets = inbox_store.targets.Targets({"normal": 20})  # 20 min: this one is past it
+        item = draft_item("W1", created_at=created)
+        item = item.model_copy(
+            update={"trigger": item.trigger.model_copy(update={"queue": "billing"})}
+        )
+        inbox_store.project(engine, item, None, targets)
         await metrics.refresh(functools.partial(inbox_store.waiting, engine))
         assert REGISTRY.get_sample_value("desk_inbox_waiting_items") == 1.0
-        age = REGISTRY.get_sample_value("desk_inbox_oldest_waiting_seconds")
+        age = REGISTRY.get_sample_value(oldest, {"queue": "billing", "priority": "normal"})
         assert age is not None and 1800 <= age < 1860
+        assert REGISTRY.get_sample_value(oldest, {"queue": "billing", "priority": "urgent"}) == 0
+        past = "desk_inbox_past_target_items"
+        assert REGISTRY.get_sample_value(past, {"queue": "billing"}) == 1.0
+        assert REGISTRY.get_sample_value(past, {"queue": "none"}) == 0.0
     finally:
-        metrics.record(0, None)
+        metrics.record(inbox_store.Waiting())
         engine.dispose()
 
 
@@ -781,10 +795,35 @@ PROMTOOL_TESTS: dict[str, Any] = {
             ),
         ),
         # the oldest item ages a minute a minute: fires 5 minutes after it passes 4h
+        # (by queue and priority: the alert says which)
         _case(
-            [_series("desk_inbox_oldest_waiting_seconds", "0+60x300", job="inbox_api")],
+            [
+                _series(
+                    "desk_inbox_oldest_waiting_seconds",
+                    "0+60x300",
+                    job="inbox_api",
+                    queue="billing",
+                    priority="high",
+                ),
+                _series(
+                    "desk_inbox_oldest_waiting_seconds", "0x300", queue="billing", priority="low"
+                ),
+            ],
             _expect("243m", "DeskInboxOldestWaiting"),
-            _expect("247m", "DeskInboxOldestWaiting", WARNING),
+            _expect(
+                "247m",
+                "DeskInboxOldestWaiting",
+                {**WARNING, "queue": "billing", "priority": "high"},
+            ),
+        ),
+        # items past their target for 10 minutes fire, per queue; a queue with none does not
+        _case(
+            [
+                _series("desk_inbox_past_target_items", "0x5 2x30", queue="billing"),
+                _series("desk_inbox_past_target_items", "0x40", queue="general"),
+            ],
+            _expect("14m", "DeskInboxPastTarget"),
+            _expect("16m", "DeskInboxPastTarget", {**WARNING, "queue": "billing"}),
         ),
         # a growing backlog fires after 10 minutes (not before); a large steady one that moves
         # does not

@@ -201,7 +201,9 @@ async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> No
 
         await eventually(drafted, timeout=20, message="the event on work.drafter")
         [work] = await messages(bus.js, subjects.WORK)
-        assert Envelope.model_validate_json(work.data).data["data"]["ticket_id"] == "T1012"
+        routed = Envelope.model_validate_json(work.data)
+        assert routed.data["data"]["ticket_id"] == "T1012"
+        assert (routed.model_extra or {}).get("queue") == "general"  # the demo rules' queue
 
         async def in_inbox() -> bool:
             return any(
@@ -215,6 +217,7 @@ async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> No
         drafted_item = InboxItem.model_validate(Envelope.model_validate_json(item.data).data)
         assert drafted_item.thread == "T1012"
         assert drafted_item.category == "refund"
+        assert drafted_item.trigger.queue == "general"  # the drafter kept the router's queue
     finally:
         await bus.close()
 

@@ -10,16 +10,18 @@ One module per concept, every name used elsewhere importable from here (`store.d
 edit distance, time to decision), `documents` (a row as the API gives it out), `listing`
 (the paged list), `queries` (one item in full, the counts, the review log), `sessions` (the
 rows behind web sessions), `instructions` (the standing instructions learned from feedback),
-`autosend` (the evidence-based auto-send policy and its audits) and `errors`.
+`autosend` (the evidence-based auto-send policy and its audits), `claims` (who works on
+what), `targets` (service levels), `notices` (escalations and digests for the notifier) and
+`errors`.
 """
 
-from . import autosend, claims
+from . import autosend, claims, notices, targets
 from .analytics import MAX_REVIEW_DAYS, REVIEW_DAYS, review, review_days
 from .decisions import Reviewer, decide, mark_published, traceparent_of, unpublished
 from .documents import decision_json, detail_json, item_json
 from .errors import Conflict, Invalid, NotFound
 from .instructions import change_instruction, guidance, list_instructions, write_instruction
-from .listing import decode_cursor, encode_cursor, list_items, with_claims
+from .listing import Mine, decode_cursor, encode_cursor, list_items, with_claims
 from .projection import (
     mark_overdue,
     project,
@@ -28,7 +30,7 @@ from .projection import (
     supersede_older,
     withdraw,
 )
-from .queries import get_item, review_log, stats, waiting
+from .queries import Waiting, get_item, review_log, stats, waiting
 from .sessions import (
     StoredSession,
     close_session,
@@ -63,12 +65,14 @@ __all__ = [
     "InstructionRow",
     "Invalid",
     "ItemRow",
+    "Mine",
     "NotFound",
     "NotificationRow",
     "Reviewer",
     "SessionRow",
     "Status",
     "StoredSession",
+    "Waiting",
     "autosend",
     "change_instruction",
     "claims",
@@ -87,6 +91,7 @@ __all__ = [
     "list_items",
     "mark_overdue",
     "mark_published",
+    "notices",
     "open_session",
     "project",
     "purge_sessions",
@@ -98,6 +103,7 @@ __all__ = [
     "set_result",
     "stats",
     "supersede_older",
+    "targets",
     "traceparent_of",
     "unpublished",
     "waiting",

@@ -32,6 +32,7 @@ class Reviewer:
 
     name: str
     role: Literal["reviewer", "viewer"]
+    queues: tuple[str, ...] = ()  # the queues they work: "mine"
 
 
 def _edited_request(row: ItemRow, args: Any) -> ActionRequest:

@@ -6,7 +6,8 @@ from typing import Any
 
 from shared import trace
 
-from .tables import DecisionRow, ItemRow, as_utc
+from . import targets
+from .tables import DecisionRow, ItemRow, as_utc, now
 
 
 def item_json(row: ItemRow) -> dict[str, Any]:
@@ -50,7 +51,27 @@ def item_json(row: ItemRow) -> dict[str, Any]:
         "audit": row.audit,
         "audit_by": row.audit_by,
         "audit_note": row.audit_note,
+        "queue": row.queue,
+        "service_level": _service_level(row),
     }
+
+
+def _service_level(row: ItemRow) -> dict[str, Any] | None:
+    """Where the item stands against its target: ok, near or past (None: no target)."""
+    if row.due_at is None:
+        return None
+    due, near = as_utc(row.due_at), as_utc(row.near_at)
+    return {
+        "standing": targets.standing(row.status, near, due, now()),
+        "near_at": near.isoformat() if near else None,
+        "due_at": due.isoformat() if due else None,
+        "waiting_since": _iso(row.waiting_since),
+    }
+
+
+def _iso(value: Any) -> str | None:
+    stamp = as_utc(value)
+    return stamp.isoformat() if stamp else None
 
 
 def _trace_id(traceparent: str | None) -> str | None:

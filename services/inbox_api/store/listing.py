@@ -5,16 +5,17 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import case, func, or_
+from sqlalchemy import and_, case, func, not_, or_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from . import claims
 from .documents import item_json
 from .errors import Invalid
-from .tables import PRIORITIES, ItemRow, as_utc, now
+from .tables import PRIORITIES, ClaimRow, ItemRow, as_utc, now
 
 
 def encode_cursor(created_at: dt.datetime, item_id: str) -> str:
@@ -31,6 +32,25 @@ def decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
         raise Invalid("cursor is not one this API gave out") from None
 
 
+@dataclass(frozen=True)
+class Mine:
+    """ "Mine": the items of a reviewer's queues, and those they have claimed."""
+
+    reviewer: str
+    queues: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Filter:
+    status: str | None = None
+    category: str | None = None
+    source: str | None = None
+    text: str | None = None
+    priority: str | None = None
+    queue: str | None = None
+    mine: Mine | None = None
+
+
 def list_items(
     engine: Engine,
     *,
@@ -39,27 +59,32 @@ def list_items(
     source: str | None = None,
     text: str | None = None,
     priority: str | None = None,
+    queue: str | None = None,
+    mine: Mine | None = None,
     sort: Literal["oldest", "newest", "priority"] = "oldest",
     cursor: str | None = None,
     limit: int = 50,
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """Items, overdue ones first; then by age (or by priority, urgent first, then age)."""
+    """Items that need attention first (overdue, or nearing or past their target); then by age
+    (or by priority, urgent first, then age)."""
+    where = Filter(status, category, source, text, priority, queue, mine)
     if sort == "priority":
-        return _by_priority(engine, status, category, source, text, priority, cursor, limit)
-    # two sections, each paged by (created_at, id): overdue items, then the rest; a cursor
-    # into the overdue section says so ("o:"), and its last page runs on into the rest
+        return _by_priority(engine, where, cursor, limit)
+    # two sections, each paged by (created_at, id): items that need attention, then the rest; a
+    # cursor into the first section says so ("o:"), and its last page runs on into the rest
     if cursor == "r:":  # the rest, from its start
         cursor = ""
     overdue_cursor = cursor[2:] if cursor and cursor.startswith("o:") else None
-    base = _filtered(select(ItemRow), status, category, source, text, priority)
+    base = _filtered(select(ItemRow), where)
+    late = _late(now())
     found: list[dict[str, Any]] = []
     if cursor is None or (cursor and overdue_cursor is not None):
-        overdue = base.where(col(ItemRow.overdue_since).is_not(None))
+        overdue = base.where(late)
         found, after = _plain_list(engine, overdue, sort, overdue_cursor or None, limit)
         if after is not None:
             return found, "o:" + after
         cursor = None
-    rest = base.where(col(ItemRow.overdue_since).is_(None))
+    rest = base.where(not_(late))
     more, next_cursor = _plain_list(engine, rest, sort, cursor, limit - len(found))
     if limit - len(found) <= 0:  # the overdue section filled this page exactly
         return found, _first_cursor(engine, rest)
@@ -85,14 +110,35 @@ def _first_cursor(engine: Engine, query: Any) -> str | None:
     return "r:" if exists is not None else None
 
 
-def _filtered(
-    query: Any,
-    status: str | None,
-    category: str | None,
-    source: str | None,
-    text: str | None,
-    priority: str | None,
-) -> Any:
+def _late(at: dt.datetime) -> Any:
+    """Needs attention: marked overdue by the stale scan, or waiting and near its target."""
+    return or_(
+        col(ItemRow.overdue_since).is_not(None),
+        and_(  # never NULL: a row is in exactly one of the two sections
+            col(ItemRow.status) == "waiting",
+            col(ItemRow.near_at).is_not(None),
+            col(ItemRow.near_at) <= at,
+        ),
+    )
+
+
+def _filtered(query: Any, where: Filter) -> Any:
+    status, category, source, text, priority = (
+        where.status,
+        where.category,
+        where.source,
+        where.text,
+        where.priority,
+    )
+    if where.queue:
+        query = query.where(ItemRow.queue == where.queue)
+    if where.mine is not None:
+        held = select(ClaimRow.thread).where(
+            ClaimRow.reviewer == where.mine.reviewer, col(ClaimRow.until) > now()
+        )
+        query = query.where(
+            or_(col(ItemRow.queue).in_(where.mine.queues), col(ItemRow.thread).in_(held))
+        )
     if status:
         query = query.where(ItemRow.status == status)
     if priority:
@@ -139,16 +185,10 @@ def _plain_list(
 
 
 def _by_priority(
-    engine: Engine,
-    status: str | None,
-    category: str | None,
-    source: str | None,
-    text: str | None,
-    priority: str | None,
-    cursor: str | None,
-    limit: int,
+    engine: Engine, where: Filter, cursor: str | None, limit: int
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """Urgent first (overdue first within each priority), then oldest first; offset paging."""
+    """Urgent first (those needing attention first within each priority), then oldest first;
+    offset paging."""
     try:
         offset = int(cursor[2:]) if cursor and cursor.startswith("p:") else 0
     except ValueError:
@@ -160,10 +200,10 @@ def _by_priority(
         value=col(ItemRow.priority),
         else_=len(PRIORITIES),
     )
-    query = _filtered(select(ItemRow), status, category, source, text, priority)
+    query = _filtered(select(ItemRow), where)
     query = query.order_by(
         rank,
-        col(ItemRow.overdue_since).is_(None),
+        case((_late(now()), 0), else_=1),
         col(ItemRow.created_at),
         col(ItemRow.id),
     )

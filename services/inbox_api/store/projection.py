@@ -6,6 +6,7 @@ nothing that matters (the older one is kept as history, superseded). A final sta
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from sqlalchemy import and_, or_
@@ -15,16 +16,24 @@ from sqlmodel import Session, col, select
 
 from shared.inbox import InboxItem, Overdue, Withdrawal
 
-from .tables import ItemRow, NotificationRow, now
+from .tables import ItemRow, NotificationRow, as_utc, now
+from .targets import Targets
 
 
-def project(engine: Engine, item: InboxItem, traceparent: str | None = None) -> bool:
+def project(
+    engine: Engine,
+    item: InboxItem,
+    traceparent: str | None = None,
+    targets: Targets | None = None,
+) -> bool:
     """Store one item version; True if it was new. Order-independent: versions of one thread
     may arrive in any order, and concurrently, and end in the same rows."""
     with Session(engine, expire_on_commit=False) as session:
         if session.get(ItemRow, item.id) is not None:
             return False
         stored_at = now()
+        since = _round_started(session, item)
+        near_at, due_at = (targets or Targets()).times(since, item.priority, item.category)
         session.add(
             ItemRow(
                 id=item.id,
@@ -58,6 +67,10 @@ def project(engine: Engine, item: InboxItem, traceparent: str | None = None) -> 
                 citations=[c.model_dump(mode="json") for c in item.citations],
                 instructions=list(item.instructions),
                 examples=list(item.examples),
+                queue=item.trigger.queue,
+                waiting_since=since,
+                near_at=near_at,
+                due_at=due_at,
             )
         )
         try:
@@ -67,6 +80,19 @@ def project(engine: Engine, item: InboxItem, traceparent: str | None = None) -> 
             return False
     supersede_older(engine, item.thread)
     return True
+
+
+def _round_started(session: Session, item: InboxItem) -> dt.datetime:
+    """When the item's round began to wait: its first stored version's time, or this one's."""
+    first = session.exec(
+        select(ItemRow)
+        .where(ItemRow.thread == item.thread, ItemRow.round == item.round)
+        .where(col(ItemRow.version) < item.version)
+        .order_by(col(ItemRow.version))
+    ).first()
+    if first is None:
+        return item.created_at
+    return as_utc(first.waiting_since) or as_utc(first.created_at) or item.created_at
 
 
 def supersede_older(engine: Engine, thread: str) -> None:

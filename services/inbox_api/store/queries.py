@@ -4,9 +4,10 @@ notifications), the counts, the waiting gauge's figures, and the review log."""
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import case, func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -107,13 +108,38 @@ def stats(engine: Engine) -> dict[str, Any]:
     }
 
 
-def waiting(engine: Engine) -> tuple[int, dt.datetime | None]:
-    """How many items wait for a reviewer, and when the oldest of them was created."""
+@dataclass(frozen=True)
+class Waiting:
+    """What waits for a reviewer: how many, the oldest, and per (queue, priority) the oldest;
+    per queue, how many are past their target. A queue of None: work no rule put in a queue."""
+
+    count: int = 0
+    oldest: dt.datetime | None = None
+    lanes: dict[tuple[str | None, str | None], dt.datetime] = field(default_factory=dict)
+    past: dict[str | None, int] = field(default_factory=dict)
+
+
+def waiting(engine: Engine) -> Waiting:
+    at = now()
     with Session(engine, expire_on_commit=False) as session:
-        count, oldest = session.exec(
-            select(func.count(), func.min(ItemRow.created_at)).where(ItemRow.status == "waiting")
-        ).one()
-    return int(count), as_utc(oldest)
+        rows = session.exec(
+            select(  # type: ignore[call-overload]
+                col(ItemRow.queue),
+                col(ItemRow.priority),
+                func.count(),
+                func.min(ItemRow.created_at),
+                func.sum(case((col(ItemRow.due_at) <= at, 1), else_=0)),
+            )
+            .where(ItemRow.status == "waiting")
+            .group_by(col(ItemRow.queue), col(ItemRow.priority))
+        ).all()
+    lanes: dict[tuple[str | None, str | None], dt.datetime] = {}
+    past: dict[str | None, int] = {}
+    for queue, priority, _count, oldest, late in rows:
+        lanes[(queue, priority)] = as_utc(oldest)  # type: ignore[assignment]
+        past[queue] = past.get(queue, 0) + int(late or 0)
+    count = sum(int(r[2]) for r in rows)
+    return Waiting(count, min(lanes.values(), default=None), lanes, past)
 
 
 def review_log(engine: Engine) -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
 """The inbox's tables: items projected from `inbox.item`, the decisions on them (the trail), the
 supervisors notified about their tickets, the web sessions, the standing instructions, the
-auto-send trail and the reviewers' claims; and the statuses an item goes through."""
+auto-send trail, the reviewers' claims and the notices for the notifier; and the statuses an
+item goes through."""
 
 from __future__ import annotations
 
@@ -92,6 +93,18 @@ class ItemRow(SQLModel, table=True):
     audit: str | None = Field(default=None, index=True)  # waiting | fine | edited
     audit_by: str | None = None
     audit_note: str | None = None
+    # queues and service levels: the queue routing put it in; when its round's clock started
+    # (the round's first draft), and when it nears and passes its target (None: no target)
+    queue: str | None = Field(default=None, index=True)
+    waiting_since: dt.datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+    near_at: dt.datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True, index=True)
+    )
+    due_at: dt.datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
 
 
 class DecisionRow(SQLModel, table=True):
@@ -204,6 +217,24 @@ class ClaimEventRow(SQLModel, table=True):
     at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
 
 
+class NoticeRow(SQLModel, table=True):
+    """A notice for the notifier: a service-level escalation (once per threshold per round of a
+    conversation: the UNIQUE key) or a queue's digest (once per queue per slot); published to
+    `inbox.notice` by the relay until the broker has it."""
+
+    __tablename__ = "inbox_notices"
+
+    # the idempotency key, also the message id on the bus: `sla.near:<thread>:<round>`,
+    # `sla.past:<thread>:<round>` or `digest:<queue>:<slot>`
+    id: str = Field(primary_key=True)
+    kind: str
+    queue: str | None = None
+    item_id: str | None = Field(default=None, index=True)
+    body: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+    published: bool = Field(default=False, index=True)
+
+
 TABLES = [
     ItemRow.__table__,  # type: ignore[attr-defined]
     DecisionRow.__table__,  # type: ignore[attr-defined]
@@ -213,6 +244,7 @@ TABLES = [
     AutoSendRow.__table__,  # type: ignore[attr-defined]
     ClaimRow.__table__,  # type: ignore[attr-defined]
     ClaimEventRow.__table__,  # type: ignore[attr-defined]
+    NoticeRow.__table__,  # type: ignore[attr-defined]
 ]
 
 

@@ -8,11 +8,14 @@ import asyncio
 import datetime as dt
 import hashlib
 import json
+import re
 from typing import Any
 from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+
+from shared.inbox import QUEUE_PATTERN
 
 from .. import store
 from ..render import age, changes, fold, when
@@ -53,6 +56,18 @@ def previous_version(item: dict[str, Any], versions: list[dict[str, Any]]) -> di
     return None
 
 
+def due(item: dict[str, Any], now: dt.datetime) -> dict[str, str]:
+    """When its target falls, for the list's badge: `due_label` (`14:05 UTC`), `due_in`
+    (`in 12 min`)."""
+    level = item.get("service_level") or {}
+    if not level.get("due_at"):
+        return {}
+    at = when(level["due_at"])
+    minutes = max(0, int((at - now).total_seconds() // 60))
+    soon = f"in {minutes} min" if minutes < 120 else f"in {minutes // 60} h"
+    return {"due_label": f"{at:%Y-%m-%d %H:%M} UTC", "due_in": soon}
+
+
 async def inbox_page(request: Request) -> Response:
     session = await session_of(request)
     if session is None:
@@ -71,6 +86,13 @@ async def inbox_page(request: Request) -> Response:
         )
     category = (q.get("category") or "").strip()[:100]
     text = (q.get("text") or "").strip()[:200]
+    queue = (q.get("queue") or "").strip()
+    if queue and not re.fullmatch(QUEUE_PATTERN, queue):
+        return error(
+            request, 422, "Unknown queue", "A queue's name is lowercase letters and digits."
+        )
+    mine = q.get("mine") == "1"
+    user = session.user
     engine = inbox_of(request).engine
     stats = await asyncio.to_thread(store.stats, engine)  # before the list: a change between
     try:  # the two queries costs at most one extra reload, never a missed one
@@ -81,19 +103,32 @@ async def inbox_page(request: Request) -> Response:
             category=category or None,
             text=text or None,
             priority=priority or None,
+            queue=queue or None,
+            mine=store.Mine(user.name, user.queues) if mine else None,
             sort=sort,  # type: ignore[arg-type]
             cursor=q.get("cursor") or None,
             limit=PAGE_SIZE,
         )
+        lanes = await asyncio.to_thread(store.notices.summaries, engine, store.tables.now())
     except store.Invalid as exc:
         return error(request, 422, "Bad page link", str(exc))
     items = await asyncio.to_thread(store.with_claims, engine, items)
     now = dt.datetime.now(dt.UTC)
     rows = [
-        {**item, "age": age(when(item["created_at"]), now), "url": item_url(item["id"])}
+        {
+            **item,
+            "age": age(when(item["created_at"]), now),
+            "url": item_url(item["id"]),
+            **due(item, now),
+        }
         for item in items
     ]
     kept = {"priority": priority, "category": category, "text": text, "sort": sort}
+    kept |= {"queue": queue} if queue else {}
+    kept |= {"mine": "1"} if mine else {}
+    known = dict.fromkeys([*inbox_of(request).reviewers.queues, *user.queues])
+    known |= dict.fromkeys(lane.queue for lane in lanes if lane.queue)
+    waiting_in = {lane.queue: lane.waiting for lane in lanes}
     tabs = [
         {
             "name": name,
@@ -114,6 +149,10 @@ async def inbox_page(request: Request) -> Response:
         "category": category,
         "text": text,
         "categories": sorted(c for c in stats["by_category"] if c != "none"),
+        "queue": queue,
+        "queues": [{"name": n, "waiting": waiting_in.get(n, 0)} for n in known],
+        "mine": mine,
+        "my_queues": user.queues,
         "next_url": more if next_cursor else None,
         "version": version_stamp(stats),
         "flash": await flash_of(request, session),
@@ -158,6 +197,7 @@ async def item_page(request: Request) -> Response:
     if mine is None and item["claim"] is None and item["status"] == "waiting":
         # the claim in the way ran out between the two reads: claim it now
         mine = item["claim"] = await opened(request, item["id"], who)
+    item.update(due(item, dt.datetime.now(dt.UTC)))
     args = item["action_request"].get("args") or {}
     versions = [{**v, "url": item_url(v["id"])} for v in item["versions"]]
     latest = versions[-1] if versions else None

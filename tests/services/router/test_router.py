@@ -143,3 +143,48 @@ def test_a_rules_file_with_an_error_refuses_to_start_naming_the_rule(tmp_path: P
     assert done.returncode == 2
     assert "rule 2 ('broken'): targets" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+async def test_the_work_item_carries_the_queue_of_the_first_rule_that_names_one(
+    nats_server: NatsServer, tmp_path: Path
+) -> None:
+    (tmp_path / "rules.toml").write_text(
+        RULES
+        + """
+[[rules]]
+name = "urgent ones wait in the urgent queue"
+types = ["ticket.*"]
+when = [{ path = "data.priority", equals = "urgent" }]
+targets = ["a"]
+queue = "urgent"
+
+[[rules]]
+name = "the rest in general"
+types = ["ticket.*"]
+targets = ["a"]
+queue = "general"
+"""
+    )
+    bus = await Bus.connect(nats_server.url, service="test")
+    try:
+        await provision(bus.js, Topology())
+        process = router(nats_server, tmp_path).start()
+        urgent = {"id": "evt_u", "data": {"priority": "urgent"}}
+        await publish_event(bus, "evt_u", json.dumps(urgent).encode())
+        await publish_event(bus, "evt_n")
+
+        async def both() -> bool:
+            return len(await on(bus, "work.b.ticket.created")) == 2
+
+        await eventually(both, timeout=20, message="both routed")
+        process.stop()
+        queues = {
+            e.id: (e.model_extra or {}).get("queue") for e in await on(bus, "work.a.ticket.created")
+        }
+        assert queues == {"helpdesk:evt_u": "urgent", "helpdesk:evt_n": "general"}
+        # every target's copy of one event says the same
+        assert {
+            e.id: (e.model_extra or {}).get("queue") for e in await on(bus, "work.b.ticket.created")
+        } == queues
+    finally:
+        await bus.close()

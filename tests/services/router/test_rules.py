@@ -75,3 +75,22 @@ def test_a_bad_rule_is_refused_with_a_message_naming_it(
     with pytest.raises(ConfigError) as refused:
         Rules.parse(document, origin="rules.toml")
     assert fragment in str(refused.value)
+
+
+def test_the_first_matching_rule_that_names_a_queue_decides_it() -> None:
+    rules = Rules.load(None)  # the demo rules
+    urgent = {"data": {"priority": "urgent"}}
+    assert rules.queue("helpdesk", "ticket.created", urgent) == "urgent"
+    assert rules.queue("helpdesk", "ticket.created", {"data": {"priority": "high"}}) == "urgent"
+    assert rules.queue("helpdesk", "ticket.message.created", {"data": {}}) == "general"
+    assert rules.queue("email", "email.received", {"From": "x"}) == "email"
+    assert rules.queue("helpdesk", "ticket.closed", {"data": {}}) is None
+    assert rules.queues == ["urgent", "email", "general"]
+    # the queue rules add no target of their own
+    assert rules.targets("helpdesk", "ticket.created", {"data": {}}) == ["drafter"]
+
+
+def test_a_queue_name_is_checked() -> None:
+    spec = {"rules": [{"name": "q", "types": ["*"], "targets": ["a"], "queue": "Billing Team"}]}
+    with pytest.raises(ConfigError, match=r"rule 1 \('q'\).*queue"):
+        Rules.parse(spec)
