@@ -353,7 +353,7 @@ def render_table(
         if level.get("standing") == "past":
             summary = f"[past target] {summary}"
         elif level.get("standing") == "near":
-            summary = f"[due {_when(level['due_at'])}] {summary}"
+            summary = f"[due {_clock(level['due_at'])}] {summary}"
         rows.append(
             (
                 _one_line(item.get("id")),
@@ -378,6 +378,9 @@ def render_table(
         ).rstrip()
         for row in rows
     )
+
+
+TOLD = {"sla.near": "the team (nears its target)", "sla.past": "the team (past its target)"}
 
 
 def _target(level: dict[str, Any]) -> str:
@@ -455,10 +458,11 @@ def render_item(item: dict[str, Any], now: dt.datetime | None = None) -> str:
     lines = [f"{name + ':':<10}{_one_line(value)}" for name, value in fields]
     for n in item.get("notifications") or []:
         how = f"via {_one_line(n.get('channel') or 'log')} at {_when(n.get('at'))}"
+        whom = TOLD.get(n.get("about") or "", "a supervisor")
         if n.get("type") == "notify.sent":
-            lines.append(f"{'notified:':<10}a supervisor, {how}")
+            lines.append(f"{'notified:':<10}{whom}, {how}")
         else:
-            lines.append(f"{'notified:':<10}FAILED to notify a supervisor, {how}")
+            lines.append(f"{'notified:':<10}FAILED to notify {whom}, {how}")
     if item.get("result"):
         lines.append(f"{'result:':<10}{_one_line(json.dumps(item['result'], ensure_ascii=False))}")
     if item.get("warnings"):
@@ -557,6 +561,16 @@ def _conversation(messages: list[dict[str, Any]], answered: list[str]) -> list[s
         body = str(m.get("body") or "")
         lines.append(_indented(body, "    ") if body.strip() else "    (empty)")
     return lines
+
+
+def _clock(stamp: str) -> str:
+    """An ISO timestamp as `14:05 UTC`."""
+    try:
+        when = dt.datetime.fromisoformat(stamp)
+    except ValueError:
+        return _one_line(stamp)
+    when = when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+    return f"{when.astimezone(dt.UTC):%H:%M} UTC"
 
 
 def _when(stamp: str | None) -> str:

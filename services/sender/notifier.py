@@ -224,7 +224,7 @@ class Notifier:
     async def _notify(self, row: notifications.NotificationRow, text: str, attempt: int) -> None:
         if self.webhook is None:
             log.info(
-                "supervisor notification for %s (%s) logged: no DESK_NOTIFY_WEBHOOK_URL",
+                "notification for %s (%s) logged: no DESK_NOTIFY_WEBHOOK_URL",
                 row.ticket_id or "an event without a ticket",
                 row.event_type,
             )

@@ -192,7 +192,12 @@ def record_notification(engine: Engine, result_id: str, kind: str, data: dict[st
             return
         session.add(
             NotificationRow(
-                id=result_id, ticket_id=ticket, type=kind, channel=data.get("channel"), at=now()
+                id=result_id,
+                ticket_id=ticket,
+                type=kind,
+                channel=data.get("channel"),
+                at=now(),
+                about=str(data.get("event_type") or "") or None,
             )
         )
         try:

@@ -59,6 +59,7 @@ def get_item(engine: Engine, item_id: str) -> dict[str, Any] | None:
         detail["notifications"] = [
             {
                 "type": n.type,
+                "about": n.about,
                 "channel": n.channel,
                 "at": as_utc(n.at).isoformat(),  # type: ignore[union-attr]
             }

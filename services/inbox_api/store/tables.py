@@ -140,6 +140,8 @@ class NotificationRow(SQLModel, table=True):
     type: str
     channel: str | None = None
     at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+    # what it was about: the routed event's type (an urgent ticket), or sla.near / sla.past
+    about: str | None = None
 
 
 class SessionRow(SQLModel, table=True):

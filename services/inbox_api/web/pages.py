@@ -64,7 +64,8 @@ def due(item: dict[str, Any], now: dt.datetime) -> dict[str, str]:
         return {}
     at = when(level["due_at"])
     minutes = max(0, int((at - now).total_seconds() // 60))
-    soon = f"in {minutes} min" if minutes < 120 else f"in {minutes // 60} h"
+    soon = "in < 1 min" if minutes < 1 else f"in {minutes} min"
+    soon = f"in {minutes // 60} h" if minutes >= 120 else soon
     return {"due_label": f"{at:%Y-%m-%d %H:%M} UTC", "due_in": soon}
 
 

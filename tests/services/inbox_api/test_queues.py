@@ -211,6 +211,12 @@ async def test_an_item_is_escalated_once_as_it_nears_and_once_as_it_passes_its_t
                 assert "past its target (due " in past
                 assert "jane.doe@example.com" not in " ".join(posts(fake_channel))
 
+                async def told() -> bool:  # the sender's results, back on the item
+                    async with api.client(ANA) as client:
+                        found = (await client.get(f"/api/items/{late.id}")).json()
+                    return {n["about"] for n in found["notifications"]} == {"sla.near", "sla.past"}
+
+                await eventually(told, timeout=15, message="the escalations shown on the item")
                 async with api.client(ANA) as client:
                     shown = (await client.get(f"/api/items/{late.id}")).json()
                     assert shown["service_level"]["standing"] == "past"

@@ -541,6 +541,49 @@ async def test_overdue_items_lead_the_list_and_are_marked(
     assert 'id="overdue">overdue since 2026-12-01' in item
 
 
+async def test_items_near_and_past_their_target_lead_the_list_marked_and_queues_filter(
+    web: str, browser_client: httpx.AsyncClient, nats_bus: Bus
+) -> None:
+    """The default targets: a normal item nears its 24 h after 18 h and passes it at 24 h."""
+    word = uuid.uuid4().hex[:10]
+    now = dt.datetime.now(dt.UTC)
+    fresh = draft_item(new_thread(), created_at=now - dt.timedelta(hours=30), queue="billing")
+    fresh = fresh.model_copy(update={"priority": "low"})  # low: 72 h, still in time
+    near = draft_item(new_thread(), created_at=now - dt.timedelta(hours=20), queue="general")
+    past = draft_item(new_thread(), created_at=now - dt.timedelta(hours=25), queue="billing")
+    fresh, near, past = (
+        i.model_copy(update={"description": f"about {word}"}) for i in (fresh, near, past)
+    )
+    await waiting(web, nats_bus, fresh, near, past)
+    await log_in(browser_client, REVIEWER)
+    page = (await browser_client.get(f"/inbox?text={word}")).text
+    # the two that need attention first (oldest first among them), then the one in time
+    assert page.index(past.id) < page.index(near.id) < page.index(fresh.id)
+
+    def row(item: InboxItem) -> str:
+        return page[page.rindex("<tr", 0, page.index(f'data-item="{item.id}"')) :].split("</tr>")[0]
+
+    assert "past target" in row(past) and " late" in row(past)
+    assert "due in " in row(near) and " near" in row(near)
+    assert "target" not in row(fresh) and "due in" not in row(fresh)
+    assert 'data-label="Queue">billing<' in row(past)
+    assert '<option value="billing"' in page and '<option value="general"' in page
+
+    billing = (await browser_client.get(f"/inbox?text={word}&queue=billing")).text
+    assert past.id in billing and fresh.id in billing and near.id not in billing
+    assert '<option value="billing" selected>' in billing
+    # the development reviewer belongs to no queue: "mine" is what they have claimed
+    mine = (await browser_client.get(f"/inbox?text={word}&mine=1")).text
+    assert "Nothing here." in mine
+    await browser_client.get(f"/items/{near.id}")  # opening it claims it
+    mine = (await browser_client.get(f"/inbox?text={word}&mine=1")).text
+    assert near.id in mine and past.id not in mine and fresh.id not in mine
+    bad = await browser_client.get("/inbox?queue=Not%20A%20Queue")
+    assert bad.status_code == 422 and "Unknown queue" in bad.text
+    item = (await browser_client.get(f"/items/{past.id}")).text
+    assert 'id="sla">past target' in item and 'id="queue">billing<' in item
+
+
 async def test_a_supervisor_notification_and_its_failure_show_on_the_item(
     web: str, browser_client: httpx.AsyncClient, nats_bus: Bus
 ) -> None:
