@@ -1,7 +1,7 @@
 """`make bench`: every benchmark in one run, each printed as a table and written as JSON, then
 the headline line.
 
-    python -m benchmarks [--quick] [--skip ingress,pipeline,scaleout,cost]
+    python -m benchmarks [--quick] [--skip ingress,pipeline,model,scaleout,cost]
 
 Results go to var/bench/*.json; the summary to var/bench/summary.json.
 """
@@ -15,11 +15,11 @@ import sys
 import time
 from typing import Any
 
-from . import cost, ingress, pipeline, scaleout
+from . import cost, ingress, model, pipeline, scaleout
 from .processes import ROOT
 
 SUMMARY = ROOT / "var" / "bench" / "summary.json"
-PARTS = ("ingress", "pipeline", "scaleout", "cost")
+PARTS = ("ingress", "pipeline", "model", "scaleout", "cost")
 
 
 def say(text: str) -> None:
@@ -72,6 +72,13 @@ def main(argv: list[str] | None = None) -> int:
             "decisions_per_s": report["decisions"]["decisions_per_s"],
             "slowest_stage": report["slowest_stage"],
         }
+    if "model" not in skip:
+        # quick: the shortest delay only; full: L = 1 s and 5 s, C up to 64 (about 3 minutes)
+        report = model.run((8, 32) if q else (8, 32, 64), (1.0,) if q else (1.0, 5.0), 5)
+        say("")
+        say(model.table(report))
+        summary["model"] = report
+        headline.update(report["headline"])
     if "scaleout" not in skip:
         report = scaleout.run(events=100 if q else 300)
         say("")

@@ -243,6 +243,12 @@ class DrafterSettings(HelpdeskSettings):
         default="gpt-4o-mini", validation_alias=AliasChoices("DESK_LLM_MODEL", "LLM_MODEL")
     )
     llm_timeout: float = Field(default=60.0, gt=0, description="seconds per model call")
+    llm_concurrency: int = Field(
+        default=8,
+        ge=1,
+        le=512,
+        description="model calls in flight at once (halved on a 429, grown back as calls answer)",
+    )
     llm_price_input: float = Field(default=0.0, ge=0, description="USD per million input tokens")
     llm_price_output: float = Field(default=0.0, ge=0, description="USD per million output tokens")
     llm_output: Literal["auto", "tool", "json_schema", "json"] = Field(
@@ -279,6 +285,17 @@ class DrafterSettings(HelpdeskSettings):
         le=10,
         description="replies reviewers sent for similar rounds, shown to each draft (0: none)",
     )
+
+    def consumer_options(self) -> dict[str, Any]:
+        """A drafter takes as many deliveries at once as it may have model calls in flight, and
+        `concurrency` more: with a model answering in seconds, calls in flight are its
+        throughput, and the work around each call (the ticket, the knowledge, the checkpoints)
+        is done by the extra deliveries while every call slot stays busy. (The offline model
+        answers at once: `concurrency` alone.)"""
+        options = super().consumer_options()
+        if self.llm_base_url:
+            options["concurrency"] = self.llm_concurrency + self.concurrency
+        return options
 
 
 class ReviewerConfig(BaseModel):

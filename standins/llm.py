@@ -34,6 +34,10 @@ queue; each arriving request takes the next step (a step with `times=n` serves n
 gets the default answer once the queue is empty. `reset()` clears the queue, the recorded
 requests and the responder.
 
+A slow or full server: `delay=L` answers every request after L seconds; `capacity=C` answers
+429 (Retry-After `busy_retry_after`, 1 s) to a request that arrives while C are in flight.
+`most_in_flight` and `refused_busy` say what it saw.
+
 Servers that are not OpenAI (constructor arguments, all defaults as above):
 
 - `tools="refuse"`: a request carrying `tools` or `tool_choice` gets HTTP `refusal_status`
@@ -303,8 +307,19 @@ class FakeLLM:
         text: TextStyle = "prose",
         refusal_status: int = 400,
         refusal_message: str | None = None,
+        delay: float = 0.0,
+        capacity: int | None = None,
+        busy_retry_after: float | None = 1.0,
     ) -> None:
         self.model = model  # answered as "model"; None echoes the request's model
+        # a model that takes its time: every answer after `delay` seconds; and one that fills
+        # up: a request beyond `capacity` in flight gets 429 (Retry-After `busy_retry_after`)
+        self.delay = delay
+        self.capacity = capacity
+        self.busy_retry_after = busy_retry_after
+        self.in_flight = 0
+        self.most_in_flight = 0  # the most requests it was answering at once
+        self.refused_busy = 0
         self.tools = tools
         self.response_format = response_format
         self.text = text
@@ -377,6 +392,7 @@ class FakeLLM:
         with self._lock:
             self._steps.clear()
             self._requests.clear()
+            self.most_in_flight = self.refused_busy = 0
         self.responder = default_responder
 
     def _push(self, step: _Step) -> None:
@@ -433,6 +449,27 @@ class FakeLLM:
     # ---- the endpoint ------------------------------------------------------------------------
 
     async def _chat_completions(self, request: Request) -> Response:
+        with self._lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            busy = self.capacity is not None and self.in_flight > self.capacity
+            if busy:
+                self.refused_busy += 1
+        try:
+            if busy:
+                headers = {}
+                if self.busy_retry_after is not None:
+                    headers["retry-after"] = _header_number(self.busy_retry_after)
+                message = "Rate limit reached: too many requests in flight"
+                return JSONResponse(error_body(429, message), 429, headers=headers)
+            if self.delay:
+                await self._server.sleep(self.delay)
+            return await self._answer(request)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    async def _answer(self, request: Request) -> Response:
         received_at = time.time()
         raw = await request.body()
         try:

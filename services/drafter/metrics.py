@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from shared.inbox import CATEGORIES, ESCALATION
 
@@ -31,3 +31,14 @@ for _category in CATEGORIES:
 DRAFTS.labels(ESCALATION, "notify")
 for _kind in ("input", "output"):
     TOKENS.labels(_kind)
+
+# the model's own concurrency (services/drafter/limiter.py)
+LLM_LIMIT = Gauge(
+    "desk_drafter_llm_concurrency_limit",
+    "Model calls this drafter may have in flight now (DESK_LLM_CONCURRENCY, halved on a 429).",
+)
+LLM_IN_FLIGHT = Gauge("desk_drafter_llm_in_flight", "Model calls in flight now.")
+LLM_OVERLOADED = Counter(
+    "desk_drafter_llm_overloaded_total",
+    "Times the model endpoint answered 429 and the concurrency limit was halved.",
+)

@@ -15,9 +15,11 @@ Whatever the mode, an answer is read the same way: the Draft tool call if there 
 one JSON object in the text (inside a ```json fence or text around it is tolerated).
 
 Client retries are off (retrying is the bus's job); foreign errors are mapped here, once, by
-`shared.answers`' rule: 408/409/425/429/5xx, timeouts and connection errors → `TransientError`
-(honouring Retry-After, seconds or an HTTP-date); 401/403 and other 4xx → `PermanentError`,
-naming `DESK_LLM_OUTPUT` when an explicit mode is refused.
+`shared.answers`' rule: 408/409/425/5xx, timeouts and connection errors → `TransientError`
+(honouring Retry-After, seconds or an HTTP-date); a 429 → `Unavailable` (the endpoint is full:
+the delivery waits out its Retry-After in place, spending no attempt, and the drafter's
+`Limiter` halves its calls in flight); 401/403 and other 4xx → `PermanentError`, naming
+`DESK_LLM_OUTPUT` when an explicit mode is refused.
 """
 
 from __future__ import annotations
@@ -37,9 +39,10 @@ from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, ValidationError
 
 from shared import answers
-from shared.errors import DeskError, PermanentError, TransientError
+from shared.errors import DeskError, PermanentError, TransientError, Unavailable
 from shared.settings import DrafterSettings
 
+from .limiter import Limiter
 from .offline import OfflineDraftModel
 from .prompt import JSON_ANSWER, Draft
 
@@ -292,7 +295,10 @@ def _mapped(exc: openai.APIStatusError) -> DeskError:
         message = f"model endpoint refused our credentials ({status})"
     else:
         message = f"model endpoint refused the request ({status})"
-    return answers.error(status, message, exc.response.headers)
+    found = answers.error(status, message, exc.response.headers)
+    if status == 429:  # the endpoint is full: wait for it, spending no attempt
+        return Unavailable(message, retry_after=getattr(found, "retry_after", None))
+    return found
 
 
 def _usage(message: Any) -> tuple[int, int]:
@@ -309,9 +315,24 @@ def _with_json_instruction(prompt: list[BaseMessage]) -> list[BaseMessage]:
 
 
 async def _call(
-    endpoint: _Endpoint, mode: Mode, prompt: list[BaseMessage]
+    endpoint: _Endpoint, mode: Mode, prompt: list[BaseMessage], limiter: Limiter | None = None
 ) -> tuple[ModelAnswer, bool]:
     """One request in `mode`: the answer, and whether the endpoint ignored the mode."""
+    if limiter is None:
+        return await _request(endpoint, mode, prompt)
+    async with limiter.slot():
+        try:
+            found = await _request(endpoint, mode, prompt)
+        except Unavailable as busy:  # a 429: fewer calls at once, none before its Retry-After
+            limiter.overloaded(busy.retry_after)
+            raise
+        limiter.answered()
+        return found
+
+
+async def _request(
+    endpoint: _Endpoint, mode: Mode, prompt: list[BaseMessage]
+) -> tuple[ModelAnswer, bool]:
     asked = _with_json_instruction(prompt) if mode == "json" else prompt
     try:
         message = await endpoint.runnable(mode).ainvoke(asked)
@@ -332,12 +353,15 @@ async def _call(
 
 
 async def ask(
-    model: BaseChatModel, prompt: list[BaseMessage], output: Output = "auto"
+    model: BaseChatModel,
+    prompt: list[BaseMessage],
+    output: Output = "auto",
+    limiter: Limiter | None = None,
 ) -> ModelAnswer:
     endpoint = _endpoint(model)
     if output != "auto":
         try:
-            answer, _ignored = await _call(endpoint, output, prompt)
+            answer, _ignored = await _call(endpoint, output, prompt, limiter)
         except _Refused as refused:
             others = ", ".join(m for m in ("auto", *MODES) if m != output)
             raise PermanentError(
@@ -348,7 +372,7 @@ async def ask(
     while True:  # at most one request per mode: every refusal moves the endpoint on
         mode = endpoint.mode
         try:
-            answer, ignored = await _call(endpoint, mode, prompt)
+            answer, ignored = await _call(endpoint, mode, prompt, limiter)
         except _Refused as refused:
             endpoint.leave(mode, f"refused ({refused.status})")
             continue

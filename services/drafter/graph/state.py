@@ -13,6 +13,7 @@ from shared.settings import DrafterSettings
 from shared.source import SourceSystem
 
 from ..knowledge import Knowledge, retriever_of
+from ..limiter import Limiter
 from ..model import Output
 
 
@@ -61,6 +62,8 @@ class Deps:
     examples: int = 3  # DESK_EXAMPLES: replies reviewers sent for similar rounds (memory)
     # the standing instructions the inbox learned (shared.guidance); None: no broker (tests)
     guidance: Callable[[], Awaitable[Guidance]] | None = None
+    # the model's calls in flight (DESK_LLM_CONCURRENCY); None: the offline model, no limit
+    limiter: Limiter | None = None
 
     @classmethod
     def configured(cls, settings: DrafterSettings, source: SourceSystem) -> Deps:
@@ -70,6 +73,7 @@ class Deps:
 
         model = make_model(settings)
         return cls(
+            limiter=Limiter(settings.llm_concurrency) if settings.llm_base_url else None,
             source=source,
             model=model,
             output=output_for(model, settings),

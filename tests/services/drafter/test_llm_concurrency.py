@@ -1,0 +1,128 @@
+"""The model's own concurrency: a real drafter keeps DESK_LLM_CONCURRENCY calls in flight to a
+slow OpenAI-compatible endpoint (more than the bus's DESK_CONCURRENCY), and when the endpoint
+fills up (429 with Retry-After) it halves its calls in flight, waits, and loses nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from desk.natsserver import NatsServer
+from services.drafter.limiter import Limiter
+from shared.bus import Bus
+from standins.llm import FakeLLM
+from tests.helpers import eventually
+
+from .conftest import Harness, items, settled
+from .test_conversations import mail_event
+
+
+async def drafted(bus: Bus, count: int) -> bool:
+    return len(await items(bus)) >= count
+
+
+def metric(process_ops_url: str, name: str) -> float:
+    text = httpx.get(process_ops_url + "/metrics", timeout=5).text
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not exported")
+
+
+async def test_a_drafter_keeps_its_llm_concurrency_in_flight_beyond_the_bus_concurrency(
+    bus: Bus, nats_server: NatsServer, tmp_path: Path
+) -> None:
+    with FakeLLM(delay=1.0) as slow:
+        harness = Harness(nats_server, tmp_path, slow)
+        try:
+            harness.start(DESK_CONCURRENCY="4", DESK_LLM_CONCURRENCY="12", DESK_ACK_WAIT="2")
+            for n in range(24):  # 24 conversations of their own: nothing serializes them
+                await mail_event(bus, f"m{n}@mail.example", f"Question number {n}.")
+            await eventually(lambda: drafted(bus, 24), timeout=60, message="24 drafts")
+            await eventually(lambda: settled(bus), timeout=20, message="all acked")
+        finally:
+            harness.stop_all()
+    assert slow.most_in_flight == 12  # the model's limit, not the bus's 4
+    assert len(slow.requests) == 24  # a 1 s call under a 2 s ack wait: none redelivered
+
+
+async def test_a_full_endpoint_halves_the_calls_in_flight_and_every_draft_still_comes(
+    bus: Bus, nats_server: NatsServer, tmp_path: Path
+) -> None:
+    with FakeLLM(delay=0.3, capacity=4, busy_retry_after=0.5) as full:
+        harness = Harness(nats_server, tmp_path, full)
+        try:
+            drafter = harness.start(DESK_LLM_CONCURRENCY="16", DESK_MAX_DELIVER="1")
+            for n in range(30):
+                await mail_event(bus, f"f{n}@mail.example", f"Question number {n}.")
+            await eventually(lambda: drafted(bus, 30), timeout=90, message="30 drafts")
+            await eventually(lambda: settled(bus), timeout=20, message="all acked")
+            assert metric(drafter.ops_url, "desk_drafter_llm_overloaded_total") >= 1
+            assert metric(drafter.ops_url, "desk_drafter_llm_concurrency_limit") < 16
+        finally:
+            harness.stop_all()
+    assert full.refused_busy > 0  # it did fill up
+    # a 429 spends no attempt (one allowed here): nothing was dead-lettered, each mail drafted
+    assert len({i.thread for i in await items(bus)}) == 30
+    dead = await bus.js.stream_info("DLQ")
+    assert dead.state.messages == 0
+
+
+async def test_the_limit_halves_once_per_cooldown_and_grows_back_one_slot_a_round() -> None:
+    now = [0.0]
+    limiter = Limiter(16, cooldown=1.0, clock=lambda: now[0])
+    limiter.overloaded(None)
+    limiter.overloaded(None)  # the other calls of the same burst: one signal
+    assert limiter.slots == 8
+    now[0] = 1.5
+    limiter.overloaded(None)
+    assert limiter.slots == 4
+    for _ in range(3):  # each answer adds 1/limit: about one slot per round of answers
+        limiter.answered()
+    assert limiter.slots == 4
+    for _ in range(2):
+        limiter.answered()
+    assert limiter.slots == 5
+    for _ in range(200):
+        limiter.answered()
+    assert limiter.slots == 16  # never above the ceiling
+    for _ in range(10):
+        now[0] += 2
+        limiter.overloaded(None)
+    assert limiter.slots == 1  # never below one
+
+
+async def test_slots_bound_the_calls_and_a_retry_after_holds_new_ones() -> None:
+    limiter = Limiter(3)
+    running, most = 0, 0
+    release = asyncio.Event()
+
+    async def call() -> None:
+        nonlocal running, most
+        async with limiter.slot():
+            running += 1
+            most = max(most, running)
+            await release.wait()
+            running -= 1
+
+    tasks = [asyncio.create_task(call()) for _ in range(7)]
+    await eventually(lambda: running == 3, timeout=5, message="three calls running")
+    assert limiter.in_flight == 3
+    release.set()
+    await asyncio.gather(*tasks)
+    assert most == 3 and limiter.in_flight == 0
+
+    limiter.overloaded(0.4)  # the endpoint asked for 0.4 s
+    started = time.monotonic()
+    async with limiter.slot():
+        waited = time.monotonic() - started
+    assert waited >= 0.39
+
+
+def test_a_limiter_needs_a_ceiling() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        Limiter(0)
