@@ -1,7 +1,7 @@
 """`make bench`: every benchmark in one run, each printed as a table and written as JSON, then
 the headline line.
 
-    python -m benchmarks [--quick] [--skip ingress,pipeline,model,scaleout,cost]
+    python -m benchmarks [--quick] [--skip ingress,pipeline,model,inbox,scaleout,cost]
 
 Results go to var/bench/*.json; the summary to var/bench/summary.json.
 """
@@ -15,11 +15,11 @@ import sys
 import time
 from typing import Any
 
-from . import cost, ingress, model, pipeline, scaleout
+from . import cost, inbox, ingress, model, pipeline, scaleout
 from .processes import ROOT
 
 SUMMARY = ROOT / "var" / "bench" / "summary.json"
-PARTS = ("ingress", "pipeline", "model", "scaleout", "cost")
+PARTS = ("ingress", "pipeline", "model", "inbox", "scaleout", "cost")
 
 
 def say(text: str) -> None:
@@ -78,6 +78,13 @@ def main(argv: list[str] | None = None) -> int:
         say("")
         say(model.table(report))
         summary["model"] = report
+        headline.update(report["headline"])
+    if "inbox" not in skip:
+        # a year's volume: a million items on each database (seeding takes ~2.5 min per database)
+        report = inbox.run(50_000 if q else 1_000_000, 30 if q else 100, ("sqlite", "postgresql"))
+        say("")
+        say(inbox.table(report))
+        summary["inbox"] = report
         headline.update(report["headline"])
     if "scaleout" not in skip:
         report = scaleout.run(events=100 if q else 300)

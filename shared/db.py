@@ -223,6 +223,24 @@ def add_missing_columns(engine: Engine, tables: list[Any]) -> list[str]:
     return added
 
 
+def add_missing_indexes(engine: Engine, tables: list[Any]) -> list[str]:
+    """Create the indexes a table gained since its database was created (`create_all` makes
+    them only with a new table); returns the name of each one created."""
+    from sqlalchemy import inspect
+
+    inspector = inspect(engine)
+    created: list[str] = []
+    for table in tables:
+        if not inspector.has_table(table.name):
+            continue
+        present = {i["name"] for i in inspector.get_indexes(table.name)}
+        for index in table.indexes:
+            if index.name not in present:
+                index.create(bind=engine, checkfirst=True)
+                created.append(str(index.name))
+    return created
+
+
 def _literal(column: Any) -> str:
     """A constant for a NOT NULL column added to rows that exist: its default, or empty."""
     default = getattr(column.default, "arg", None)

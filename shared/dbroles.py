@@ -107,12 +107,14 @@ def _array(values: tuple[str, ...]) -> str:
 
 def database_sql() -> list[str]:
     """For the whole database: only the roles granted CONNECT below may connect; nobody but
-    the owner creates in `public`; no temporary tables."""
+    the owner creates in `public`; no temporary tables. `pg_trgm` is installed in `public` (the
+    inbox's text-search index uses it; a service role may not install an extension)."""
     return [
         "DO $$ BEGIN\n"
         "  EXECUTE format('REVOKE ALL ON DATABASE %I FROM PUBLIC', current_database());\n"
         "END $$",
         "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+        "CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public",
     ]
 
 

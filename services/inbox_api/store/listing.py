@@ -8,11 +8,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import and_, case, func, not_, or_
+from sqlalchemy import and_, case, not_, or_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from . import claims
+from . import claims, search
 from .documents import item_json
 from .errors import Invalid
 from .tables import PRIORITIES, ClaimRow, ItemRow, as_utc, now
@@ -65,19 +65,25 @@ def list_items(
     cursor: str | None = None,
     limit: int = 50,
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """Items that need attention first (overdue, or nearing or past their target); then by age
-    (or by priority, urgent first, then age)."""
+    """Waiting items that need attention first (overdue, or nearing or past their target);
+    then by age (or by priority, urgent first, then age)."""
     where = Filter(status, category, source, text, priority, queue, mine)
+    matches = None
+    if text:
+        with Session(engine) as session:  # what waits is few: read it, not the index
+            matches = search.condition(session, text, narrow=status == "waiting")
     if sort == "priority":
-        return _by_priority(engine, where, cursor, limit)
+        return _by_priority(engine, where, cursor, limit, matches)
     # two sections, each paged by (created_at, id): items that need attention, then the rest; a
     # cursor into the first section says so ("o:"), and its last page runs on into the rest
     if cursor == "r:":  # the rest, from its start
         cursor = ""
     overdue_cursor = cursor[2:] if cursor and cursor.startswith("o:") else None
-    base = _filtered(select(ItemRow), where)
+    base = _filtered(select(ItemRow), where, matches)
     late = _late(now())
     found: list[dict[str, Any]] = []
+    if where.status not in (None, "waiting"):  # only what waits can need attention
+        return _plain_list(engine, base, sort, overdue_cursor or cursor or None, limit)
     if cursor is None or (cursor and overdue_cursor is not None):
         overdue = base.where(late)
         found, after = _plain_list(engine, overdue, sort, overdue_cursor or None, limit)
@@ -111,18 +117,18 @@ def _first_cursor(engine: Engine, query: Any) -> str | None:
 
 
 def _late(at: dt.datetime) -> Any:
-    """Needs attention: marked overdue by the stale scan, or waiting and near its target."""
-    return or_(
-        col(ItemRow.overdue_since).is_not(None),
-        and_(  # never NULL: a row is in exactly one of the two sections
-            col(ItemRow.status) == "waiting",
-            col(ItemRow.near_at).is_not(None),
-            col(ItemRow.near_at) <= at,
+    """Needs attention: waiting, and marked overdue by the stale scan or near its target."""
+    return and_(  # never NULL: a row is in exactly one of the two sections
+        col(ItemRow.status) == "waiting",
+        or_(
+            col(ItemRow.overdue_since).is_not(None),
+            and_(col(ItemRow.near_at).is_not(None), col(ItemRow.near_at) <= at),
         ),
     )
 
 
-def _filtered(query: Any, where: Filter) -> Any:
+def _filtered(query: Any, where: Filter, matches: Any = None) -> Any:
+    """`query` narrowed to `where`; `matches`: the text search's clause (`search.condition`)."""
     status, category, source, text, priority = (
         where.status,
         where.category,
@@ -148,13 +154,10 @@ def _filtered(query: Any, where: Filter) -> Any:
     if source:
         query = query.where(ItemRow.trigger_source == source)
     if text:
-        pattern = f"%{text.lower()}%"
         query = query.where(
-            or_(
-                func.lower(func.coalesce(ItemRow.summary, "")).like(pattern),
-                func.lower(func.coalesce(ItemRow.description, "")).like(pattern),
-                func.lower(func.coalesce(ItemRow.ticket_id, "")).like(pattern),
-            )
+            matches
+            if matches is not None
+            else search.searchable().contains(text.lower(), autoescape=True)
         )
     return query
 
@@ -185,7 +188,7 @@ def _plain_list(
 
 
 def _by_priority(
-    engine: Engine, where: Filter, cursor: str | None, limit: int
+    engine: Engine, where: Filter, cursor: str | None, limit: int, matches: Any = None
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Urgent first (those needing attention first within each priority), then oldest first;
     offset paging."""
@@ -200,7 +203,7 @@ def _by_priority(
         value=col(ItemRow.priority),
         else_=len(PRIORITIES),
     )
-    query = _filtered(select(ItemRow), where)
+    query = _filtered(select(ItemRow), where, matches)
     query = query.order_by(
         rank,
         case((_late(now()), 0), else_=1),

@@ -16,6 +16,7 @@ from sqlmodel import Session, col, select
 
 from shared.inbox import InboxItem, Overdue, Withdrawal
 
+from . import search
 from .tables import ItemRow, NotificationRow, as_utc, now
 from .targets import Targets
 
@@ -34,45 +35,45 @@ def project(
         stored_at = now()
         since = _round_started(session, item)
         near_at, due_at = (targets or Targets()).times(since, item.priority, item.category)
-        session.add(
-            ItemRow(
-                id=item.id,
-                thread=item.thread,
-                version=item.version,
-                status="waiting",
-                category=item.category,
-                ticket_id=item.ticket_id,
-                summary=item.summary,
-                description=item.description,
-                action=item.action_request.action,
-                action_request=item.action_request.model_dump(mode="json"),
-                config=item.config.model_dump(mode="json"),
-                trigger_source=item.trigger.source,
-                trigger_type=item.trigger.type,
-                trigger_event_id=item.trigger.event_id,
-                cost=item.cost.model_dump(mode="json"),
-                warnings=list(item.warnings),
-                feedback=list(item.feedback),
-                created_at=item.created_at,
-                updated_at=stored_at,
-                round=item.round,
-                round_kind=item.round_kind,
-                cause=item.cause,
-                priority=item.priority,
-                ticket_status=item.ticket_status,
-                customer=item.customer.model_dump(mode="json") if item.customer else None,
-                conversation=[m.model_dump(mode="json") for m in item.conversation],
-                round_messages=list(item.round_messages),
-                traceparent=traceparent,
-                citations=[c.model_dump(mode="json") for c in item.citations],
-                instructions=list(item.instructions),
-                examples=list(item.examples),
-                queue=item.trigger.queue,
-                waiting_since=since,
-                near_at=near_at,
-                due_at=due_at,
-            )
+        stored = ItemRow(
+            id=item.id,
+            thread=item.thread,
+            version=item.version,
+            status="waiting",
+            category=item.category,
+            ticket_id=item.ticket_id,
+            summary=item.summary,
+            description=item.description,
+            action=item.action_request.action,
+            action_request=item.action_request.model_dump(mode="json"),
+            config=item.config.model_dump(mode="json"),
+            trigger_source=item.trigger.source,
+            trigger_type=item.trigger.type,
+            trigger_event_id=item.trigger.event_id,
+            cost=item.cost.model_dump(mode="json"),
+            warnings=list(item.warnings),
+            feedback=list(item.feedback),
+            created_at=item.created_at,
+            updated_at=stored_at,
+            round=item.round,
+            round_kind=item.round_kind,
+            cause=item.cause,
+            priority=item.priority,
+            ticket_status=item.ticket_status,
+            customer=item.customer.model_dump(mode="json") if item.customer else None,
+            conversation=[m.model_dump(mode="json") for m in item.conversation],
+            round_messages=list(item.round_messages),
+            traceparent=traceparent,
+            citations=[c.model_dump(mode="json") for c in item.citations],
+            instructions=list(item.instructions),
+            examples=list(item.examples),
+            queue=item.trigger.queue,
+            waiting_since=since,
+            near_at=near_at,
+            due_at=due_at,
         )
+        session.add(stored)
+        search.add(session, stored)  # its text, for the list's search
         try:
             session.commit()
         except IntegrityError:  # another replica stored it a moment ago

@@ -8,11 +8,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from sqlalchemy import JSON, Column, DateTime, UniqueConstraint
+from sqlalchemy import JSON, Column, DateTime, Index, UniqueConstraint
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
-from shared.db import add_missing_columns
+from shared.db import add_missing_columns, add_missing_indexes
 
 Status = Literal[
     "waiting", "redrafting", "sending", "sent", "failed", "withdrawn", "ignored", "superseded"
@@ -44,7 +44,15 @@ def as_utc(value: dt.datetime | None) -> dt.datetime | None:
 
 class ItemRow(SQLModel, table=True):
     __tablename__ = "inbox_items"
-    __table_args__ = (UniqueConstraint("thread", "version", name="uq_inbox_item_version"),)
+    # what the list's queries walk, newest or oldest first, at a year's volume (benchmarks/inbox)
+    __table_args__ = (
+        UniqueConstraint("thread", "version", name="uq_inbox_item_version"),
+        Index("ix_inbox_items_status_created", "status", "created_at", "id"),
+        Index("ix_inbox_items_queue_created", "queue", "created_at", "id"),
+        Index("ix_inbox_items_category_created", "category", "created_at", "id"),
+        Index("ix_inbox_items_status_near", "status", "near_at"),
+        Index("ix_inbox_items_ticket", "ticket_id"),
+    )
 
     id: str = Field(primary_key=True)
     thread: str = Field(index=True)
@@ -253,3 +261,7 @@ TABLES = [
 def create_tables(engine: Engine) -> None:
     SQLModel.metadata.create_all(engine, tables=TABLES)
     add_missing_columns(engine, TABLES)
+    add_missing_indexes(engine, TABLES)
+    from . import search  # the text-search index (after the tables it indexes)
+
+    search.create(engine)

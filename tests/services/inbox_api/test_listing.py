@@ -1,17 +1,21 @@
 """Listing the inbox page by page: overdue items first, every item exactly once (a real SQLite
-database, the store's own functions)."""
+database, the store's own functions); and its text search, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import Engine
 
 from services.inbox_api import store
 from shared.db import make_engine
 from shared.inbox import Overdue
 from tests.inbox_items import draft_item
+from tests.postgres import fresh_schema, url_in
 
 
 @pytest.mark.parametrize("sort", ["oldest", "newest", "priority"])
@@ -47,3 +51,54 @@ def test_pages_list_overdue_items_first_and_every_item_once(
     engine.dispose()
     assert sorted(seen) == sorted(i.thread for i in items)  # each once, none lost
     assert set(seen[:3]) == late  # overdue first
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    with fresh_schema() if request.param == "postgresql" else contextlib.nullcontext("") as schema:
+        url = url_in(schema) if schema else f"sqlite:///{tmp_path / 'inbox.sqlite'}"
+        made = make_engine(url)
+        try:
+            store.create_tables(made)
+            yield made
+        finally:
+            made.dispose()
+
+
+def searched(engine: Engine, term: str, **filters: str) -> set[str]:
+    found: set[str] = set()
+    cursor = None
+    for _ in range(50):
+        page, cursor = store.list_items(engine, text=term, cursor=cursor, limit=2, **filters)  # type: ignore[arg-type]
+        found |= {i["thread"] for i in page}
+        if cursor is None:
+            return found
+    raise AssertionError("the search never ended")
+
+
+@pytest.mark.parametrize("few", [2000, 2])  # rare terms from the index; common ones by walking
+def test_search_finds_any_substring_in_any_case_and_takes_wildcards_literally(
+    engine: Engine, few: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store.search, "FEW", few)
+    texts = {
+        "S1": "Refund for a double charge",
+        "S2": "Charged twice, REFUNDS please",
+        "S3": "100% off_code not applied",
+        "S4": "Where is my parcel?",
+    }
+    for thread, summary in texts.items():
+        store.project(engine, draft_item(thread).model_copy(update={"summary": summary}))
+    assert searched(engine, "refund") == {"S1", "S2"}
+    assert searched(engine, "ReFuNd") == {"S1", "S2"}
+    assert searched(engine, "harge") == {"S1", "S2"}
+    assert searched(engine, "s4") == {"S4"}  # the ticket id
+    assert searched(engine, "0% off_") == {"S3"}  # % and _ are themselves
+    assert searched(engine, "%") == {"S3"}
+    assert searched(engine, "_") == {"S3"}
+    assert searched(engine, "is") == {"S4"}  # too short for a trigram: walked
+    assert searched(engine, "nothing like it") == set()
+    assert searched(engine, "refund", status="sent") == set()
+    assert searched(engine, "refund", status="waiting") == {"S1", "S2"}  # read, not indexed
+    assert searched(engine, "0% off_", status="waiting") == {"S3"}
+    assert searched(engine, "refund", category="refund") == {"S1", "S2"}

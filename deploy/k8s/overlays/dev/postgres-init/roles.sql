@@ -10,6 +10,7 @@ DO $$ BEGIN
   EXECUTE format('REVOKE ALL ON DATABASE %I FROM PUBLIC', current_database());
 END $$;
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public;
 DO $$ BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'desk_drafter') THEN
     CREATE ROLE desk_drafter;
