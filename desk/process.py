@@ -21,10 +21,21 @@ def die_with_parent() -> None:
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+_GIVEN: set[int] = set()  # ports free_port handed out in this process
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    """A port free now, and none this process handed out before: the kernel may offer a port
+    it just gave (and that was closed again) a second time, and two services, or one service's
+    public and ops listeners, would then be given the same one."""
+    for _ in range(1000):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = int(s.getsockname()[1])
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
+    raise OSError("no free port left that was not handed out already")
 
 
 def port_free(port: int, host: str = "127.0.0.1", *, as_services_bind: bool = False) -> bool:
