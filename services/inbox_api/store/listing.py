@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import and_, case, not_, or_
+from sqlalchemy import and_, not_, or_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -190,28 +190,54 @@ def _plain_list(
 def _by_priority(
     engine: Engine, where: Filter, cursor: str | None, limit: int, matches: Any = None
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """Urgent first (those needing attention first within each priority), then oldest first;
-    offset paging."""
-    try:
-        offset = int(cursor[2:]) if cursor and cursor.startswith("p:") else 0
-    except ValueError:
-        raise Invalid("cursor is not one this API gave out") from None
-    if cursor and not cursor.startswith("p:"):
-        raise Invalid("cursor is not one this API gave out")
-    rank = case(
-        {p: i for i, p in enumerate(PRIORITIES)},
-        value=col(ItemRow.priority),
-        else_=len(PRIORITIES),
-    )
-    query = _filtered(select(ItemRow), where, matches)
-    query = query.order_by(
-        rank,
-        case((_late(now()), 0), else_=1),
-        col(ItemRow.created_at),
-        col(ItemRow.id),
-    )
-    with Session(engine, expire_on_commit=False) as session:
-        rows = session.exec(query.offset(offset).limit(limit + 1)).all()
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return [item_json(r) for r in rows], f"p:{offset + limit}" if more else None
+    """Urgent first (those needing attention first within each priority), then oldest first.
+
+    Keyset paging by sections, as the plain list: one section per priority and attention (an
+    unknown priority last), each walked by (created_at, id); the cursor `k:<section>:<key>` says
+    where the last page stopped, so an item arriving meanwhile never shifts the next page."""
+    sections = _priority_sections(where)
+    start, after = 0, None
+    if cursor:
+        section, sep, within = cursor[2:].partition(":")
+        if not cursor.startswith("k:") or not sep or not section.isdigit():
+            raise Invalid("cursor is not one this API gave out")
+        start, after = int(section), within or None
+        if start >= len(sections):
+            raise Invalid("cursor is not one this API gave out")
+    base = _filtered(select(ItemRow), where, matches)
+    late = _late(now())
+    found: list[dict[str, Any]] = []
+    for n in range(start, len(sections)):
+        query = _in_section(base, sections[n], late)
+        rows, stop = _plain_list(
+            engine, query, "oldest", after if n == start else None, limit - len(found)
+        )
+        found += rows
+        if stop is not None:
+            return found, f"k:{n}:{stop}"
+        if len(found) >= limit:  # filled exactly at a section's end: does anything follow?
+            for m in range(n + 1, len(sections)):
+                if _first_cursor(engine, _in_section(base, sections[m], late)):
+                    return found, f"k:{m}:"
+            return found, None
+    return found, None
+
+
+def _priority_sections(where: Filter) -> list[tuple[str | None, bool]]:
+    """(priority, needs attention) in the order the priority sort lists them; None: any other
+    priority, or none. Only what waits can need attention."""
+    priorities: list[str | None] = [*PRIORITIES, None]
+    if where.priority:
+        priorities = [where.priority]
+    lateness = [True, False] if where.status in (None, "waiting") else [False]
+    return [(p, is_late) for p in priorities for is_late in lateness]
+
+
+def _in_section(query: Any, section: tuple[str | None, bool], late: Any) -> Any:
+    priority, is_late = section
+    if priority is None:
+        column = col(ItemRow.priority)
+        query = query.where(or_(column.is_(None), column.not_in(PRIORITIES)))
+    else:
+        query = query.where(ItemRow.priority == priority)
+    return query.where(late if is_late else not_(late))

@@ -53,6 +53,35 @@ def test_pages_list_overdue_items_first_and_every_item_once(
     assert set(seen[:3]) == late  # overdue first
 
 
+@pytest.mark.parametrize("limit", [1, 2, 3, 5])
+def test_the_priority_order_pages_by_key_so_an_arrival_never_repeats_or_hides_an_item(
+    tmp_path: Path, limit: int
+) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'inbox.sqlite'}")
+    store.create_tables(engine)
+    start = dt.datetime(2026, 11, 30, 9, tzinfo=dt.UTC)
+    given = ["low", "urgent", None, "normal", "urgent", "high", "low", None, "high"]
+    for n, priority in enumerate(given):
+        at = start + dt.timedelta(minutes=n)
+        store.project(engine, draft_item(f"T{n}", created_at=at, priority=priority))
+    overdue = Overdue(item_id="T7~v1", thread="T7", version=1, day=dt.date(2026, 12, 1), at=start)
+    assert store.mark_overdue(engine, overdue)  # needs attention: first among its priority
+    page, cursor = store.list_items(engine, sort="priority", limit=limit)
+    seen = [i["thread"] for i in page]
+    # an urgent item arrives after the first page was read
+    store.project(engine, draft_item("T9", created_at=start, priority="urgent"))
+    for _ in range(20):
+        if cursor is None:
+            break
+        page, cursor = store.list_items(engine, sort="priority", cursor=cursor, limit=limit)
+        assert len(page) <= limit
+        seen += [i["thread"] for i in page]
+    engine.dispose()
+    expected = ["T1", "T4", "T5", "T8", "T3", "T0", "T6", "T7", "T2"]
+    assert [t for t in seen if t != "T9"] == expected  # each once, in order, none lost
+    assert seen.count("T9") <= 1
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     with fresh_schema() if request.param == "postgresql" else contextlib.nullcontext("") as schema:
