@@ -261,3 +261,48 @@ def _literal(column: Any) -> str:
     if python in (dict, list):
         return "'[]'" if python is list else "'{}'"
     return "''"
+
+
+def delete_before(
+    engine: Engine, table: Any, when: Any, before: Any, *where: Any, batch: int = 500
+) -> int:
+    """Delete the rows of `table` whose `when` is earlier than `before` (and that meet `where`),
+    `batch` rows per short transaction so that no writer waits long; how many."""
+    from sqlalchemy import delete, select
+
+    key = next(iter(table.primary_key.columns))
+    deleted = 0
+    while True:
+        chosen = select(key).where(when < before, *where).limit(batch).scalar_subquery()
+        with engine.begin() as connection:
+            n = connection.execute(delete(table).where(key.in_(chosen))).rowcount
+        deleted += n
+        if n < batch:
+            return deleted
+
+
+def log_deleted(log: logging.Logger, before: Any, counts: dict[str, int]) -> None:
+    """One line for an archive pass that deleted anything: how many of each kind."""
+    if any(counts.values()):
+        log.info(
+            "archive: deleted what finished before %s: %s",
+            before.date().isoformat(),
+            ", ".join(f"{n} {k}" for k, n in counts.items() if n),
+        )
+
+
+def insert_once(engine: Engine, *rows: Any) -> bool:
+    """Insert `rows` (SQLModel rows) in one transaction; False, and nothing written, if a
+    UNIQUE key says one of them exists already: the idempotency of a handler that may run
+    twice, or on two replicas at once."""
+    from sqlalchemy.exc import IntegrityError
+    from sqlmodel import Session
+
+    with Session(engine, expire_on_commit=False) as session:
+        session.add_all([r for r in rows if r is not None])
+        try:
+            session.commit()
+        except IntegrityError:
+            session.rollback()
+            return False
+    return True

@@ -45,29 +45,48 @@ def ledger_key(key: str) -> str:
 
 
 class Ledger:
-    def __init__(self, js: JetStreamContext, kv: KeyValue, bucket: str, service: str) -> None:
+    def __init__(
+        self,
+        js: JetStreamContext,
+        kv: KeyValue,
+        bucket: str,
+        service: str,
+        keep: float | None = None,
+    ) -> None:
         self.js = js
         self.kv = kv
         self.bucket = bucket
         self.service = service
+        self.keep = keep  # seconds a claim is remembered unless it says otherwise (None: ever)
         for result in metrics.CLAIM_RESULTS:  # every series exists at 0 (see shared.metrics)
             metrics.LEDGER_CLAIMS.labels(service, result)
 
     @classmethod
-    async def open(cls, js: JetStreamContext, service: str, bucket: str | None = None) -> Ledger:
-        """`service`'s own ledger (or the named bucket)."""
+    async def open(
+        cls,
+        js: JetStreamContext,
+        service: str,
+        bucket: str | None = None,
+        *,
+        keep: float | None = None,
+    ) -> Ledger:
+        """`service`'s own ledger (or the named bucket); its claims are forgotten `keep`
+        seconds after they were made (the service's DESK_ARCHIVE_DAYS), None: never."""
         bucket = bucket or ledger_bucket(service)
-        return cls(js, await js.key_value(bucket), bucket, service)
+        return cls(js, await js.key_value(bucket), bucket, service, keep)
 
     @classmethod
     async def reader(cls, js: JetStreamContext, service: str, owner: str) -> Ledger:
         """`owner`'s ledger, for `service` to read (it has no right to write it)."""
         return await cls.open(js, service, ledger_bucket(owner))
 
-    async def claim(self, key: str, value: bytes = b"") -> bool:
-        """True for the first caller ever to claim `key`; False if it was claimed before."""
+    async def claim(self, key: str, value: bytes = b"", *, ttl: float | None = None) -> bool:
+        """True for the first caller ever to claim `key` (within `ttl` seconds of the claim,
+        when given: the broker then forgets it); False if it was claimed before."""
+        ttl = self.keep if ttl is None else ttl
+        msg_ttl = None if ttl is None else max(1, math.ceil(ttl))
         try:
-            await self.kv.create(ledger_key(key), value)
+            await self.kv.create(ledger_key(key), value, msg_ttl=msg_ttl)
         except js_errors.KeyWrongLastSequenceError:
             metrics.LEDGER_CLAIMS.labels(self.service, "seen").inc()
             return False
@@ -75,6 +94,16 @@ class Ledger:
             raise Unavailable("ledger unavailable") from exc
         metrics.LEDGER_CLAIMS.labels(self.service, "first").inc()
         return True
+
+    async def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        """Set `key` to `value` whatever it held (forgotten after `ttl` seconds, or the
+        ledger's `keep`)."""
+        ttl = self.keep if ttl is None else ttl
+        headers = {} if ttl is None else {"Nats-TTL": f"{max(1, math.ceil(ttl))}s"}
+        try:
+            await self.js.publish(f"$KV.{self.bucket}.{ledger_key(key)}", value, headers=headers)
+        except FAILURES as exc:
+            raise Unavailable("ledger unavailable") from exc
 
     async def get(self, key: str) -> bytes | None:
         try:

@@ -54,6 +54,12 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 SyncMode = Literal["always", "relaxed"]
 
 
+# The fewest days a finished record may be kept: longer than any stream keeps a message
+# (`shared.streams.RETENTION`, 90 days at most), so a decision or an event redelivered or
+# replayed from a stream always meets the record that makes it a duplicate.
+ARCHIVE_MIN_DAYS = 91.0
+
+
 class DeskSettings(BaseSettings):
     """What every service shares: the broker, the local state directory, logs and the HTTP ports."""
 
@@ -104,6 +110,13 @@ class DeskSettings(BaseSettings):
         "X-Forwarded-For names the client: set it to your Ingress controller's pod network",
     )
     drain_timeout: float = Field(default=20.0, gt=0, description="seconds to finish in-flight work")
+    archive_days: float = Field(
+        default=365.0,
+        ge=ARCHIVE_MIN_DAYS,
+        description="days a finished record is kept (a decided inbox item and its trail, a "
+        "reply's outbox row, a remembered example, what the ledgers remember); at least the "
+        "streams' longest retention, so a message a stream can still deliver finds its record",
+    )
 
     otlp_endpoint: str | None = Field(
         default=None,
@@ -128,6 +141,10 @@ class DeskSettings(BaseSettings):
             raise ValueError("DESK_OTLP_ENDPOINT must be an http:// or https:// URL")
         self.otlp_header_map()  # says which part is not name=value
         return self
+
+    @property
+    def archive_seconds(self) -> float:
+        return self.archive_days * 24 * 3600.0
 
     def otlp_header_map(self) -> dict[str, str]:
         """DESK_OTLP_HEADERS as a dict (the OTEL_EXPORTER_OTLP_HEADERS format)."""
@@ -284,6 +301,15 @@ class DrafterSettings(HelpdeskSettings):
         ge=0,
         le=10,
         description="replies reviewers sent for similar rounds, shown to each draft (0: none)",
+    )
+    thread_retention_days: float = Field(
+        default=30.0,
+        gt=0,
+        description="days a finished conversation's checkpoints are kept after its last step "
+        "(one waiting for a reviewer or failed mid-way is kept however old)",
+    )
+    prune_interval: float = Field(
+        default=3600.0, gt=0, description="seconds between passes deleting finished threads"
     )
 
     def consumer_options(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, TTLConfig
 
 from shared.db import private_dir, private_sqlite_file
 
@@ -44,8 +44,32 @@ class Storage:
     store: BaseStore
 
 
+def _ttl(keep_days: float | None) -> TTLConfig | None:
+    """Remembered examples expire `keep_days` after they were written (swept hourly)."""
+    if keep_days is None:
+        return None
+    return TTLConfig(
+        default_ttl=keep_days * 24 * 60, refresh_on_read=False, sweep_interval_minutes=60
+    )
+
+
 @contextlib.asynccontextmanager
-async def open_storage(database_url: str | None, var_dir: Path) -> AsyncIterator[Storage]:
+async def _swept(store: BaseStore) -> AsyncIterator[BaseStore]:
+    if getattr(store, "ttl_config", None):
+        await store.start_ttl_sweeper()  # type: ignore[attr-defined]
+    try:
+        yield store
+    finally:
+        if getattr(store, "ttl_config", None):
+            await store.stop_ttl_sweeper(timeout=5.0)  # type: ignore[attr-defined]
+
+
+@contextlib.asynccontextmanager
+async def open_storage(
+    database_url: str | None, var_dir: Path, *, keep_days: float | None = None
+) -> AsyncIterator[Storage]:
+    """The checkpointer and the store; what the store remembers is kept `keep_days` (None:
+    for good)."""
     url = postgres_url(database_url)
     if url is not None:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -76,9 +100,10 @@ async def open_storage(database_url: str | None, var_dir: Path) -> AsyncIterator
 
             postgres = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
             await postgres.setup()  # idempotent
-            store = AsyncPostgresStore(pool)  # type: ignore[arg-type]
+            store = AsyncPostgresStore(pool, ttl=_ttl(keep_days))  # type: ignore[arg-type]
             await store.setup()
-            yield Storage(postgres, store)
+            async with _swept(store):
+                yield Storage(postgres, store)
         finally:
             await pool.close()
         return
@@ -91,7 +116,10 @@ async def open_storage(database_url: str | None, var_dir: Path) -> AsyncIterator
     memory = private_sqlite_file(private / "drafter-memory.sqlite")
     async with (
         AsyncSqliteSaver.from_conn_string(str(path)) as saver,
-        AsyncSqliteStore.from_conn_string(str(memory)) as lite,
+        AsyncSqliteStore.from_conn_string(str(memory), ttl=_ttl(keep_days)) as lite,
     ):
+        # the tables now, not at the first checkpoint: the prune pass reads them
+        await saver.setup()
         await lite.setup()
-        yield Storage(saver, lite)
+        async with _swept(lite):
+            yield Storage(saver, lite)

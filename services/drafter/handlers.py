@@ -43,7 +43,7 @@ from shared.ledger import Ledger
 from shared.results import REPLY_WITHDRAWN
 from shared.source.base import Ticket
 
-from . import memory, metrics, threads
+from . import memory, metrics, retention, threads
 from .graph import Deps
 
 log = logging.getLogger(__name__)
@@ -104,7 +104,9 @@ class Drafter:
                 if work.kind == "stale" and work.day is not None:  # first heard of by a reminder
                     ticket = await self._ticket(work, None)
                     plan = self._reminder(ticket, {}, work.day)
-                await self._run(work.start(plan), config)
+                # a thread deleted after its retention period continues its count of versions
+                left = await retention.memo(self.ledger, work.thread)
+                await self._run({**work.start(plan), **left}, config)
                 await self._after(config)
         metrics.DRAFT_SECONDS.observe(time.monotonic() - started)
 

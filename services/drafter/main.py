@@ -22,6 +22,7 @@ from .graph import Deps, build_graph
 from .handlers import Drafter
 from .knowledge import Knowledge
 from .offline import OfflineDraftModel
+from .retention import Retention
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ async def run(settings: DrafterSettings) -> None:
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_callback(source.close)
         storage = await stack.enter_async_context(
-            open_storage(settings.database_url, settings.var_dir)
+            open_storage(settings.database_url, settings.var_dir, keep_days=settings.archive_days)
         )
         graph = build_graph().compile(checkpointer=storage.checkpointer, store=storage.store)
         checks = {"database": functools.partial(reachable, storage.checkpointer)}
@@ -56,7 +57,7 @@ async def run(settings: DrafterSettings) -> None:
             )
         if svc.bus is None:
             return
-        ledger = await Ledger.open(svc.bus.js, svc.name)
+        ledger = await Ledger.open(svc.bus.js, svc.name, keep=settings.archive_seconds)
         drafter = Drafter(
             svc.bus,
             graph,
@@ -65,6 +66,13 @@ async def run(settings: DrafterSettings) -> None:
             lease_ttl=max(5.0, settings.ack_wait),
             lease_wait=settings.llm_timeout * 2 + 30,
         )
+        pruner = Retention(
+            graph,
+            ledger,
+            keep_days=settings.thread_retention_days,
+            lease_ttl=max(5.0, settings.ack_wait),
+        )
+        svc.every(settings.prune_interval, pruner.prune, name="thread retention")
         await svc.consume("drafter", drafter.on_work)
         await svc.consume("drafter-decisions", drafter.on_decision, payload=Decision)
         # an approved reply withdrawn: its round is owed an answer again

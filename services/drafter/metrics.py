@@ -42,3 +42,9 @@ LLM_OVERLOADED = Counter(
     "desk_drafter_llm_overloaded_total",
     "Times the model endpoint answered 429 and the concurrency limit was halved.",
 )
+
+# bounded state (services/drafter/retention.py)
+THREADS_PRUNED = Counter(
+    "desk_drafter_threads_pruned_total",
+    "Finished threads deleted from the checkpoints after DESK_THREAD_RETENTION_DAYS.",
+)

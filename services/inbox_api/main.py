@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import functools
 import logging
+
+from sqlalchemy.engine import Engine
 
 from shared import subjects
 from shared.db import database_url, make_engine, reachable
@@ -55,6 +58,11 @@ async def run(settings: InboxApiSettings) -> None:
             metrics.known_queues(reviewers.queues)
             read = functools.partial(store.waiting, engine)
             svc.every(metrics.REFRESH_SECONDS, lambda: metrics.refresh(read), name="inbox metrics")
+            svc.every(
+                store.ARCHIVE_SECONDS,
+                functools.partial(_archive, engine, settings.archive_days),
+                name="inbox archive",
+            )
             if not reviewers:
                 log.warning("no reviewer tokens configured: every API call will get 401")
             if svc.bus is not None:
@@ -89,3 +97,8 @@ async def run(settings: InboxApiSettings) -> None:
             await svc.until_stopped()
     finally:
         engine.dispose()
+
+
+async def _archive(engine: Engine, days: float) -> None:
+    before = dt.datetime.now(dt.UTC) - dt.timedelta(days=days)
+    await asyncio.to_thread(store.archive, engine, before)

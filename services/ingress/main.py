@@ -48,7 +48,9 @@ async def run(settings: IngressSettings) -> None:
         if svc.bus is not None:
             await pipeline.attach(svc.bus)
             if untimed:
-                replays.attach(await Ledger.open(svc.bus.js, svc.name))
+                replays.attach(
+                    await Ledger.open(svc.bus.js, svc.name, keep=settings.archive_seconds)
+                )
         settle_gc()
         if configured:
             log.info("accepting webhooks for %s", ", ".join(sorted(configured)))

@@ -2,7 +2,8 @@
 
 A captured request of such a source stays valid for ever. Its event is named by a hash of the
 signed body, so the broker's duplicate window (`Nats-Msg-Id`) drops a replay for a while; past
-that window the processed-ledger remembers each body for good: `replay:<source>:<digest>`.
+that window the processed-ledger remembers each body for `DESK_ARCHIVE_DAYS` (365), far longer
+than EVENTS keeps the event: `replay:<source>:<digest>`.
 
 The ledger is read before the publish and written after the PubAck, never before: a claim
 made for an event that then failed to store would turn the sender's retry into a "duplicate"

@@ -46,7 +46,7 @@ class Jobs:
             settings,
             source,
             bus,
-            await Ledger.open(bus.js, name),
+            await Ledger.open(bus.js, name, keep=settings.archive_seconds),
             await Ledger.reader(bus.js, name, "router"),
             await Bookmarks.open(bus.js),
             started_at,

@@ -21,6 +21,7 @@ from .backfill import publish_ticket_event
 log = logging.getLogger(__name__)
 
 STALE = "ticket.stale"
+DAY = 24 * 3600.0  # a day's reminder key outlives its day, then the broker forgets it
 
 
 async def stale_scan(
@@ -43,7 +44,7 @@ async def stale_scan(
             if ticket.status == "closed" or ticket.updated_at > cutoff:
                 continue
             key = ids.stale(ticket.id, today)
-            if not await ledger.claim(key):  # already reminded today (this or another replica)
+            if not await ledger.claim(key, ttl=2 * DAY):  # reminded today (this or another replica)
                 continue
             try:
                 await publish_ticket_event(bus, ticket, STALE, key, date=today.isoformat())

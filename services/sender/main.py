@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import functools
 import logging
+
+from sqlalchemy.engine import Engine
 
 from shared import subjects
 from shared.db import database_url, make_engine, reachable
@@ -14,7 +17,7 @@ from shared.service import Service
 from shared.settings import ConfigError, SenderSettings
 from shared.source.configured import open_configured
 
-from . import notifications, store
+from . import archive, notifications, store
 from .breaker import BreakerSettings, CircuitBreaker
 from .channel import WebhookChannel
 from .handlers import Sender
@@ -82,6 +85,11 @@ async def run(settings: SenderSettings) -> None:
     try:
         checks = {"database": functools.partial(reachable, engine)}
         async with Service(settings, checks=checks) as svc:
+            svc.every(
+                archive.ARCHIVE_SECONDS,
+                functools.partial(_archive, engine, settings.archive_days),
+                name="sender archive",
+            )
             if svc.bus is None:
                 return
             log.info("delivering through %s", channel.url if channel else "the outbox only")
@@ -91,7 +99,7 @@ async def run(settings: SenderSettings) -> None:
                 engine,
                 relay,
                 channel,
-                await Ledger.open(svc.bus.js, svc.name),
+                await Ledger.open(svc.bus.js, svc.name, keep=settings.archive_seconds),
                 source,  # read again right before each reply leaves
                 record_replies=settings.record_replies,
                 delivery_deadline=settings.delivery_deadline,
@@ -113,7 +121,7 @@ async def run(settings: SenderSettings) -> None:
                 relay,
                 make_notify_webhook(settings),
                 open_configured(settings),
-                await Ledger.open(svc.bus.js, svc.name),
+                await Ledger.open(svc.bus.js, svc.name, keep=settings.archive_seconds),
                 max_deliver=settings.max_deliver,
                 lease_ttl=max(5.0, settings.ack_wait),
                 lease_wait=settings.notify_connect_timeout + settings.notify_read_timeout + 15,
@@ -132,3 +140,8 @@ async def run(settings: SenderSettings) -> None:
         if notifier is not None:
             await notifier.close()
         engine.dispose()
+
+
+async def _archive(engine: Engine, days: float) -> None:
+    before = dt.datetime.now(dt.UTC) - dt.timedelta(days=days)
+    await asyncio.to_thread(archive.archive, engine, before)

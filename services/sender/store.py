@@ -15,11 +15,16 @@ from typing import Any, Literal
 
 from sqlalchemy import JSON, Column, DateTime
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, func, select
 
 from shared import trace
-from shared.db import add_missing_columns, database_url, make_engine
+from shared.db import (
+    add_missing_columns,
+    add_missing_indexes,
+    database_url,
+    insert_once,
+    make_engine,
+)
 from shared.logging import redact
 
 DeliveryStatus = Literal["pending", "delivered", "failed", "unknown", "withdrawn"]
@@ -46,7 +51,7 @@ class OutboxRow(SQLModel, table=True):
     delivery: str = Field(default="pending", index=True)
     attempts: int = 0
     last_error: str | None = None
-    created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+    created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), index=True))
     delivered_at: dt.datetime | None = Field(
         default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
     )
@@ -85,7 +90,7 @@ class AuditRow(SQLModel, table=True):
     duration_ms: int
     outcome: str
     error: str | None = None
-    at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+    at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), index=True))
 
 
 class ItemRow(SQLModel, table=True):
@@ -104,6 +109,11 @@ class ItemRow(SQLModel, table=True):
     in_helpdesk: bool | None = None  # False: a mail conversation, no ticket to re-read
     recipient: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     in_reply_to: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # when it was first seen (for the archive; None: seen before the archive existed)
+    seen_at: dt.datetime | None = Field(
+        default_factory=lambda: now(),
+        sa_column=Column(DateTime(timezone=True), nullable=True, index=True),
+    )
 
 
 TABLES = [OutboxRow, ResultRow, AuditRow, ItemRow]
@@ -113,6 +123,7 @@ def create_tables(engine: Engine) -> None:
     tables = [t.__table__ for t in TABLES]  # type: ignore[attr-defined]
     SQLModel.metadata.create_all(engine, tables=tables)
     add_missing_columns(engine, tables)
+    add_missing_indexes(engine, tables)
 
 
 def _utc(value: dt.datetime) -> dt.datetime:
@@ -120,14 +131,8 @@ def _utc(value: dt.datetime) -> dt.datetime:
 
 
 def see_item(engine: Engine, item: ItemRow) -> None:
-    with Session(engine, expire_on_commit=False) as session:
-        if session.get(ItemRow, item.item_id) is not None:
-            return
-        session.add(item)
-        try:
-            session.commit()
-        except IntegrityError:  # another replica stored it a moment ago
-            session.rollback()
+    if get_item(engine, item.item_id) is None:
+        insert_once(engine, item)  # False: another replica stored it a moment ago
 
 
 def get_item(engine: Engine, item_id: str) -> ItemRow | None:
@@ -146,17 +151,7 @@ def current_version(engine: Engine, thread: str, round_id: str | None = None) ->
 
 def record(engine: Engine, outbox: OutboxRow | None, result: ResultRow | None) -> bool:
     """Insert the outbox row and/or its result event in one transaction; False if it existed."""
-    with Session(engine, expire_on_commit=False) as session:
-        if outbox is not None:
-            session.add(outbox)
-        if result is not None:
-            session.add(result)
-        try:
-            session.commit()
-        except IntegrityError:
-            session.rollback()
-            return False
-        return True
+    return insert_once(engine, outbox, result)
 
 
 def get_outbox(engine: Engine, key: str) -> OutboxRow | None:

@@ -5,11 +5,14 @@ import asyncio
 import nats.js.errors as js_errors
 import pytest
 from nats.js.api import KeyValueConfig
+from pydantic import ValidationError
 
 from shared.bus import Bus
 from shared.errors import Unavailable
 from shared.ledger import SHARED_BUCKET, Ledger, ledger_key
-from shared.streams import Topology, provision
+from shared.settings import ARCHIVE_MIN_DAYS, DeskSettings
+from shared.streams import DAY, RETENTION, Topology, provision
+from tests.helpers import eventually
 
 
 def test_keys_are_valid_for_the_kv_store_and_distinct() -> None:
@@ -35,6 +38,28 @@ async def test_a_released_claim_can_be_claimed_again(bus: Bus) -> None:
     await ledger.release("k")
     assert not await ledger.seen("k")
     assert await ledger.claim("k", b"v2")
+
+
+async def test_what_a_ledger_remembers_is_forgotten_after_its_keep_period(bus: Bus) -> None:
+    ledger = await Ledger.open(bus.js, "drafter", keep=1)
+    assert await ledger.claim("replay:a")
+    await ledger.put("thread:T1", b'{"version": 3}')
+    assert not await ledger.claim("replay:a")  # within the period: seen
+    kept = await Ledger.open(bus.js, "drafter")  # no period: for good
+    assert await kept.claim("mail:b")
+
+    async def forgotten() -> bool:
+        return not await ledger.seen("replay:a") and not await ledger.seen("thread:T1")
+
+    await eventually(forgotten, timeout=10, message="the claims' TTL to pass")
+    assert await ledger.claim("replay:a")  # claimable again
+    assert await kept.seen("mail:b")
+
+
+def test_nothing_is_archived_while_a_stream_may_still_deliver_its_message() -> None:
+    assert ARCHIVE_MIN_DAYS * DAY > max(RETENTION.values())
+    with pytest.raises(ValidationError, match="archive_days"):
+        DeskSettings(archive_days=30)
 
 
 async def test_a_lease_is_exclusive_waits_for_the_holder_and_can_be_taken_again(bus: Bus) -> None:

@@ -11,12 +11,13 @@ edit distance, time to decision), `documents` (a row as the API gives it out), `
 (the paged list), `queries` (one item in full, the counts, the review log), `sessions` (the
 rows behind web sessions), `instructions` (the standing instructions learned from feedback),
 `autosend` (the evidence-based auto-send policy and its audits), `claims` (who works on
-what), `targets` (service levels), `notices` (escalations and digests for the notifier) and
-`errors`.
+what), `targets` (service levels), `notices` (escalations and digests for the notifier),
+`archive` (what is deleted once finished and old) and `errors`.
 """
 
 from . import autosend, claims, notices, targets
 from .analytics import MAX_REVIEW_DAYS, REVIEW_DAYS, review, review_days
+from .archive import ARCHIVE_SECONDS, archive
 from .decisions import Reviewer, decide, mark_published, traceparent_of, unpublished
 from .documents import decision_json, detail_json, item_json
 from .errors import Conflict, Invalid, NotFound
@@ -54,6 +55,7 @@ from .tables import (
 )
 
 __all__ = [
+    "ARCHIVE_SECONDS",
     "MAX_REVIEW_DAYS",
     "OPEN_STATUSES",
     "PRIORITIES",
@@ -73,6 +75,7 @@ __all__ = [
     "Status",
     "StoredSession",
     "Waiting",
+    "archive",
     "autosend",
     "change_instruction",
     "claims",

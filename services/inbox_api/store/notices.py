@@ -16,9 +16,9 @@ from typing import Any
 
 from sqlalchemy import and_, case, func, literal, not_, or_
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from shared.db import insert_once
 from shared.inbox import Notice, QueueSummary
 
 from . import targets
@@ -138,25 +138,18 @@ def _when(condition: Any) -> Any:
 
 def _record(engine: Engine, notice: Notice, item_id: str | None) -> bool:
     """Store a notice once; False if its key exists already (another scan or replica)."""
-    with Session(engine, expire_on_commit=False) as session:
+    with Session(engine) as session:
         if session.get(NoticeRow, notice.id) is not None:
             return False
-        session.add(
-            NoticeRow(
-                id=notice.id,
-                kind=notice.kind,
-                queue=notice.queue,
-                item_id=item_id,
-                body=notice.model_dump(mode="json"),
-                created_at=notice.at,
-            )
-        )
-        try:
-            session.commit()
-        except IntegrityError:
-            session.rollback()
-            return False
-    return True
+    row = NoticeRow(
+        id=notice.id,
+        kind=notice.kind,
+        queue=notice.queue,
+        item_id=item_id,
+        body=notice.model_dump(mode="json"),
+        created_at=notice.at,
+    )
+    return insert_once(engine, row)
 
 
 def unpublished(engine: Engine, limit: int = 200) -> list[Notice]:

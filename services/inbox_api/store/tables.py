@@ -50,8 +50,10 @@ class ItemRow(SQLModel, table=True):
         Index("ix_inbox_items_status_created", "status", "created_at", "id"),
         Index("ix_inbox_items_queue_created", "queue", "created_at", "id"),
         Index("ix_inbox_items_category_created", "category", "created_at", "id"),
+        Index("ix_inbox_items_priority_created", "priority", "created_at", "id"),
         Index("ix_inbox_items_status_near", "status", "near_at"),
         Index("ix_inbox_items_ticket", "ticket_id"),
+        Index("ix_inbox_items_updated", "updated_at"),  # the archive's (store/archive.py)
     )
 
     id: str = Field(primary_key=True)
@@ -147,7 +149,7 @@ class NotificationRow(SQLModel, table=True):
     ticket_id: str = Field(index=True)
     type: str
     channel: str | None = None
-    at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+    at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), index=True))
     # what it was about: the routed event's type (an urgent ticket), or sla.near / sla.past
     about: str | None = None
 
@@ -224,7 +226,7 @@ class ClaimEventRow(SQLModel, table=True):
     reviewer: str  # who claimed, took over or released; for `expired`, whose claim it was
     action: str  # claimed | taken over | released | decided | expired
     previous: str | None = None  # a take-over: whose claim it ended
-    at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+    at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), index=True))
 
 
 class NoticeRow(SQLModel, table=True):
@@ -241,7 +243,7 @@ class NoticeRow(SQLModel, table=True):
     queue: str | None = None
     item_id: str | None = Field(default=None, index=True)
     body: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
-    created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
+    created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), index=True))
     published: bool = Field(default=False, index=True)
 
 

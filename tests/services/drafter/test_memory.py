@@ -6,6 +6,7 @@ nats-server, FakeLLM."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from desk.helpdesk import DEMO_KNOWLEDGE
@@ -102,3 +103,21 @@ async def test_the_standing_instructions_reach_the_draft_and_its_item(
     assert "- billing: Always say when the money is back." in asked
     assert "- refund: Mention the 5-day processing time." in asked
     assert item.instructions == ["Always say when the money is back."]  # its category's
+
+
+async def test_a_remembered_example_expires_after_the_archive_period(tmp_path: Path) -> None:
+    from services.drafter import memory
+    from services.drafter.checkpoints import open_storage
+
+    example = memory.Example("T1", "r1", "billing", "Charged twice", "Refunded.", False, "now")
+    async with open_storage(None, tmp_path, keep_days=1 / 86400) as storage:  # one second
+        await memory.remember(storage.store, "T1", example)
+        assert [e.ref for e in await memory.similar(storage.store, "charged", "billing", 3)] == [
+            "T1/r1"
+        ]
+
+        async def expired() -> bool:
+            await storage.store.sweep_ttl()  # type: ignore[attr-defined]
+            return not await memory.similar(storage.store, "charged", "billing", 3)
+
+        await eventually(expired, timeout=10, message="the example's TTL to pass")
