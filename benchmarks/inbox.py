@@ -213,6 +213,10 @@ def queries(api: httpx.Client, repeat: int) -> dict[str, dict[str, float]]:
     for _ in range(20):  # a cursor twenty pages into the sent items
         page = items(status="sent", limit=50, cursor=page["next_cursor"])
     deep = page["next_cursor"]
+    page = items(sort="priority", limit=50)
+    for _ in range(20):  # twenty pages into everything in the priority order
+        page = items(sort="priority", limit=50, cursor=page["next_cursor"])
+    deep_priority = page["next_cursor"]
     known = [i["id"] for i in items(status="sent")["items"]]
     to_decide = [i["id"] for i in items(status="waiting", limit=200)["items"]]
 
@@ -234,6 +238,9 @@ def queries(api: httpx.Client, repeat: int) -> dict[str, dict[str, float]]:
         "filter sent by category": lambda n: items(status="sent", category=CATEGORIES[n % 6]),
         "filter every status by queue": lambda n: items(queue=QUEUES[n % 4]),
         "sort waiting by priority": lambda n: items(status="waiting", sort="priority"),
+        "sort everything by priority, 20 pages in": lambda n: items(
+            sort="priority", cursor=deep_priority
+        ),
         "text search, waiting": lambda n: items(status="waiting", text=rng.choice(WORDS)),
         "text search, every status": lambda n: items(text=rng.choice(WORDS)),
         "text search, a ticket id": lambda n: items(text=f"B{rng.randrange(0, 10_000):07d}"),
