@@ -56,6 +56,11 @@ def reconciler(event_type: str, ticket: str) -> str:
     return f"reconciler:{event_type}:{ticket}"
 
 
+def reminded(thread: str, day: dt.date) -> str:
+    """Drafter ledger key: a stale reminder of that day marked the thread's draft overdue."""
+    return f"reminded:{thread}:{day.isoformat()}"
+
+
 def stale(ticket: str, day: dt.date) -> str:
     return f"cron:stale:{ticket}:{day.isoformat()}"
 

@@ -54,6 +54,7 @@ REDRAFT_AFTER_WITHDRAWAL = "the approved reply was withdrawn: the customer wrote
 # the step they feed runs (`langgraph._internal._constants.NULL_TASK_ID`, private there).
 COMMAND_WRITES = "00000000-0000-0000-0000-000000000000"
 INTERRUPT, ERROR = "__interrupt__", "__error__"  # pending writes that are not a step's result
+REMINDED_TTL = 2 * 24 * 3600.0  # a day's reminder key outlives its day
 
 
 class Drafter:
@@ -180,6 +181,9 @@ class Drafter:
         made_by_this = item.trigger.event_id == work.trigger["event_id"]  # its redelivery
         if work.kind == "stale" and work.day is not None and not made_by_this:
             await self._overdue(item, work.day)
+            # after the notice (idempotent): the same reminder delivered again once the draft
+            # has been decided is done with, not a reason to draft the round again
+            await self.ledger.claim(ids.reminded(work.thread, work.day), ttl=REMINDED_TTL)
             metrics.OUTCOMES.labels("overdue").inc()
             return
         metrics.OUTCOMES.labels("duplicate").inc()  # a duplicate or a redelivery
@@ -198,6 +202,11 @@ class Drafter:
             await self._after(config)
             return
         if work.kind == "stale" and work.day is not None:
+            if await self.ledger.seen(ids.reminded(work.thread, work.day)):
+                metrics.OUTCOMES.labels("duplicate").inc()
+                raise BusinessReject(
+                    "this reminder marked the draft overdue already", outcome="duplicate"
+                )
             plan = self._reminder(ticket, values, work.day)
             if plan is not None:
                 await self._run(work.start(plan), config)

@@ -154,6 +154,28 @@ async def test_a_stale_scan_marks_a_waiting_draft_overdue_and_adds_no_item(
     assert (overdue.item_id, overdue.day) == (item.id, day)
 
 
+async def test_a_reminder_delivered_again_after_its_overdue_draft_was_ignored_drafts_nothing(
+    bus: Bus, harness: Harness
+) -> None:
+    harness.start()
+    await send_event(bus, "T1005", "evt_1")
+    await eventually(lambda: items(bus), timeout=20, message="the draft")
+    [v1] = await items(bus)
+    day = dt.date(2026, 12, 1)
+    await stale_event(bus, "T1005", day)
+    await eventually(lambda: notices(bus, subjects.INBOX_OVERDUE), timeout=20, message="overdue")
+    await eventually(lambda: settled(bus), message="the reminder handled")
+    await decide(bus, v1, "ignore")
+    await eventually(lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="ignored")
+    # the same reminder again (a redelivery whose first ack was lost): it did its work
+    await stale_event(bus, "T1005", day, copy=1)
+    await eventually(lambda: settled(bus), message="the redelivered reminder handled")
+    assert [i.id for i in await items(bus)] == [v1.id]
+    # the next day's reminder redrafts the ignored round, as ever
+    await stale_event(bus, "T1005", day + dt.timedelta(days=1))
+    await eventually(lambda: item_count(bus, 2), timeout=20, message="the next day's redraft")
+
+
 async def test_a_ticket_waiting_on_the_customer_gets_one_follow_up_a_day(
     bus: Bus, harness: Harness, fake_llm: FakeLLM
 ) -> None:
