@@ -12,12 +12,12 @@ Deleted in batches, each its own short transaction, so the API is never held up 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 from typing import Any
 
-from sqlalchemy import delete, select, text
+from sqlalchemy import delete, select
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from shared.db import delete_before, log_deleted
 
@@ -47,9 +47,9 @@ def archive(engine: Engine, before: dt.datetime, *, batch: int = BATCH) -> dict[
         decisions.c.item_id == items.c.id, decisions.c.published.is_(False)
     )
     while True:
-        with engine.begin() as connection:
+        with Session(engine) as session:
             ids = list(
-                connection.scalars(
+                session.scalars(
                     select(items.c.id)
                     .where(
                         items.c.status.not_in(OPEN_STATUSES),
@@ -61,20 +61,16 @@ def archive(engine: Engine, before: dt.datetime, *, batch: int = BATCH) -> dict[
             )
             if not ids:
                 break
-            counts["decisions"] += connection.execute(
-                delete(decisions).where(decisions.c.item_id.in_(ids))
-            ).rowcount
-            counts["notices"] += connection.execute(
-                delete(notices).where(notices.c.item_id.in_(ids))
-            ).rowcount
-            if engine.dialect.name == "sqlite" and _has_search(connection):
-                chosen = "SELECT value FROM json_each(:ids)"
-                connection.execute(
-                    text(f"DELETE FROM {search.TABLE} WHERE item_id IN ({chosen})"),
-                    {"ids": json.dumps(ids)},
-                )
-            gone = connection.execute(delete(items).where(items.c.id.in_(ids)))
+            for table, column, name in (
+                (decisions, decisions.c.item_id, "decisions"),
+                (notices, notices.c.item_id, "notices"),
+            ):
+                gone: Any = session.execute(delete(table).where(column.in_(ids)))
+                counts[name] += gone.rowcount
+            search.remove(session, ids)
+            gone = session.execute(delete(items).where(items.c.id.in_(ids)))
             counts["items"] += gone.rowcount
+            session.commit()
     claims: Any = ClaimEventRow.__table__  # type: ignore[attr-defined]
     told: Any = NotificationRow.__table__  # type: ignore[attr-defined]
     counts["claim events"] += delete_before(engine, claims, claims.c.at, before)
@@ -84,12 +80,3 @@ def archive(engine: Engine, before: dt.datetime, *, batch: int = BATCH) -> dict[
     )
     log_deleted(log, before, counts)
     return counts
-
-
-def _has_search(connection: Any) -> bool:
-    return bool(
-        connection.execute(
-            text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"),
-            {"name": search.TABLE},
-        ).first()
-    )

@@ -15,6 +15,7 @@ neither index can be made, search still works, by walking.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -129,6 +130,15 @@ def add(session: Session, row: ItemRow) -> None:
         session.execute(
             text(f"INSERT INTO {TABLE} (item_id, body) VALUES (:id, :body)"),
             {"id": row.id, "body": body_of(row)},
+        )
+
+
+def remove(session: Session, item_ids: list[str]) -> None:
+    """Take archived items out of the index, in the transaction that deletes them (SQLite)."""
+    if session.get_bind().dialect.name == "sqlite" and _indexed(session):
+        session.execute(
+            text(f"DELETE FROM {TABLE} WHERE item_id IN (SELECT value FROM json_each(:ids))"),
+            {"ids": json.dumps(item_ids)},
         )
 
 
