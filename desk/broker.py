@@ -9,6 +9,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import nats.js.errors as js_errors
+
 from shared.bus import Bus, NatsAuth
 from shared.consumer import declared_consumers
 from shared.permissions import ADMIN, authorization_block
@@ -76,6 +78,8 @@ class Broker:
             raise StackError(
                 f"JetStream did not become ready to create the streams ({exc.__class__.__name__})"
             ) from exc
+        except js_errors.APIError as exc:  # the broker refused a stream, bucket or consumer
+            raise StackError(f"the broker refused to provision the streams: {exc}") from exc
         finally:
             await bus.close()
 

@@ -113,9 +113,11 @@ def launch_stack(
         if state and all(state["services"][s].get("pid") for s in SERVICES):
             break
         if stack.poll() is not None:
-            raise RuntimeError(f"desk up exited with {stack.returncode}; see {var}/desk-up.log")
+            raise RuntimeError(
+                f"desk up exited with {stack.returncode}; see {var}/desk-up.log{_tail(var)}"
+            )
         if time.monotonic() > deadline:
-            raise RuntimeError(f"the stack did not start in 60s; see {var}/desk-up.log")
+            raise RuntimeError(f"the stack did not start in 60s; see {var}/desk-up.log{_tail(var)}")
         time.sleep(0.2)
     creds = json.loads(Path(state["credentials"]).read_text())
     # every service answers /readyz
@@ -132,6 +134,16 @@ def launch_stack(
                     raise RuntimeError(f"{name} not ready in 60s; see {var}/log/{name}.log")
                 time.sleep(0.2)
     return stack, state, creds
+
+
+def _tail(var: Path, lines: int = 15) -> str:
+    """The end of `desk up`'s own output, for a start that failed (the var dir may be gone by
+    the time anyone looks, on a CI machine)."""
+    try:
+        text = (var / "desk-up.log").read_text(errors="replace")
+    except OSError:
+        return ""
+    return "".join("\n  | " + line for line in text.splitlines()[-lines:])
 
 
 def tear_down(
