@@ -6,15 +6,16 @@ SQLite, the built-in offline draft model, the outbox channel), then:
 1. **graph alone**: the drafter's compiled graph with the same SQLite checkpointer, run in this
    process from invoke to interrupt for M tickets in a row — the stage no design can skip, and
    the reference the pipeline's rate is compared with;
-2. **latency**: L signed ticket webhooks offered at a steady rate (default 100/s), each timed
-   from its 202 to the item visible in the inbox API;
+2. **latency**: L signed ticket webhooks offered at a steady rate (default 50/s, where the
+   latency target is set), each timed from its 202 to the item visible in the inbox API;
 3. **throughput**: N webhooks sent as fast as ingress takes them; events/s from the first 202 to
    the last item visible, with the same latency figures (here mostly queueing);
 4. **decisions**: an `accept` for each of those N items through the API; decisions/s and
    latency from the decision's 202 to its `reply.sent` event;
 5. per-stage throughput read from the broker's own timestamps (ingress → EVENTS, router →
    WORK, drafter → inbox.item, projection → visible in the API, API → inbox.decision, sender →
-   reply.sent), naming the slowest stage; and every service's memory before and after.
+   reply.sent), naming the slowest stage; every process's CPU per event and per decision
+   (the services, the broker, this load generator); and every service's memory.
 
     python -m benchmarks.pipeline [--events N] [--latency-events L] [--rate R] [--json PATH]
 """
@@ -49,7 +50,7 @@ from shared.source.events import ticket_event
 from shared.source.sql import SqlSource, TicketRow
 
 from .loadgen import percentile
-from .processes import ROOT, rss_mib
+from .processes import ROOT, cpu_seconds, rss_mib
 
 DEFAULT_JSON = ROOT / "var" / "bench" / "pipeline.json"
 FIRST_TICKET = 500_000  # bench tickets are T500000…, far from the demo helpdesk's
@@ -110,7 +111,7 @@ async def graph_alone(helpdesk_url: str, tickets: list[str], work_dir: Path) -> 
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    from services.drafter import Deps, OfflineDraftModel, Work, build_graph
+    from services.drafter import DURABILITY, Deps, OfflineDraftModel, Work, build_graph
 
     source = SqlSource(helpdesk_url)
     deps = Deps(source=source, model=OfflineDraftModel())
@@ -123,7 +124,7 @@ async def graph_alone(helpdesk_url: str, tickets: list[str], work_dir: Path) -> 
             work = Work(f"alone-{tid}", tid, None, trigger, None)
             config = RunnableConfig(configurable={"thread_id": work.thread})
             start: Any = work.start()
-            await graph.ainvoke(start, config, context=deps, durability="sync")
+            await graph.ainvoke(start, config, context=deps, durability=DURABILITY)
         spent = time.perf_counter() - started
         last = RunnableConfig(configurable={"thread_id": f"alone-{tickets[-1]}"})
         state = await graph.aget_state(last)
@@ -306,6 +307,22 @@ class Rig:
     def memory(self) -> dict[str, float | None]:
         return {name: rss_mib(int(self.state["services"][name]["pid"] or 0)) for name in SERVICES}
 
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds used so far by each service, the broker (every node) and this process
+        (the load generator and the poller of the inbox API, on the same machine)."""
+        used = {
+            name: cpu_seconds(int(self.state["services"][name]["pid"] or 0)) for name in SERVICES
+        }
+        nodes = [int(n["pid"]) for n in self.state.get("nats_nodes", []) if n.get("pid")]
+        used["nats-server"] = sum(cpu_seconds(pid) for pid in nodes)
+        used["load generator"] = time.process_time()
+        return used
+
+
+def cpu_per(before: dict[str, float], after: dict[str, float], count: int) -> dict[str, float]:
+    """Milliseconds of CPU per event (or decision) each process spent between two readings."""
+    return {name: round((after[name] - before[name]) / count * 1000, 2) for name in before}
+
 
 STACK_SETTINGS = {
     "DESK_RECONCILE_INTERVAL": "86400",  # bench tickets arrive by webhook only
@@ -367,8 +384,10 @@ async def throughput_phase(s: Phases, tickets: list[TicketRow]) -> dict[str, Any
     log(f"throughput: {len(tickets)} events as fast as ingress takes them")
     wanted = {t.id for t in tickets}
     watcher = asyncio.create_task(s.watch.until(wanted, time.perf_counter() + 60 + len(tickets)))
+    cpu_before = s.rig.cpu()
     accepted = await send_all(s.ingress, requests, rate=None)
     await watcher
+    cpu = cpu_per(cpu_before, s.rig.cpu(), len(tickets))
     first = min(accepted.values())
     last = max(s.watch.seen[t] for t in wanted)
     lat = [s.watch.seen[t] - accepted[t] for t in wanted]
@@ -378,6 +397,7 @@ async def throughput_phase(s: Phases, tickets: list[TicketRow]) -> dict[str, Any
         "events_per_s": round(len(tickets) / (last - first), 1),
         "intake_seconds": round(max(accepted.values()) - first, 2),
         **figures(lat),
+        "cpu_ms_per_event": cpu,
     }
     log(f"throughput: {report['events_per_s']} events/s")
     bus = s.bus
@@ -403,12 +423,14 @@ async def decisions_phase(s: Phases, tickets: set[str]) -> dict[str, Any]:
 
     sub = await s.bus.nc.subscribe(subjects.result("reply.sent"), cb=on_sent)
     try:
+        cpu_before = s.rig.cpu()
         decided = await decide_all(s.inbox, items)
         deadline = time.perf_counter() + 60 + len(items) / 5
         while not decided.keys() <= sent_at.keys():
             if time.perf_counter() > deadline:
                 raise RuntimeError(f"{len(decided.keys() - sent_at.keys())} replies never sent")
             await asyncio.sleep(0.05)
+        cpu = cpu_per(cpu_before, s.rig.cpu(), len(items))
     finally:
         await sub.unsubscribe()
     first = min(decided.values())
@@ -419,6 +441,7 @@ async def decisions_phase(s: Phases, tickets: set[str]) -> dict[str, Any]:
         "seconds": round(last - first, 2),
         "decisions_per_s": round(len(items) / (last - first), 1),
         **figures(lat),
+        "cpu_ms_per_decision": cpu,
     }
     log(f"decisions: {report['decisions_per_s']} decisions/s")
     report["stages"] = {
@@ -524,7 +547,7 @@ def run_with_stack(
 def run(
     events: int = 2000,
     latency_events: int = 300,
-    rate: float = 100.0,
+    rate: float = 50.0,
     json_path: Path | None = DEFAULT_JSON,
     keep: bool = False,
 ) -> dict[str, Any]:
@@ -566,6 +589,15 @@ def table(report: dict[str, Any]) -> str:
     for name, stage in report["stages"].items():
         mark = "  ← slowest" if name == report["slowest_stage"] else ""
         rows.append(f"    {name:<26} {stage['per_s']!s:>8}/s{mark}")
+    events, decisions = t["cpu_ms_per_event"], d["cpu_ms_per_decision"]
+    rows.append("  CPU ms per event (webhook → visible) / per decision (accept → reply.sent):")
+    for name in events:
+        rows.append(f"    {name:<26} {events[name]:>8.2f} / {decisions[name]:.2f}")
+    rows.append(
+        f"    {'all':<26} {sum(events.values()):>8.2f} / {sum(decisions.values()):.2f}"
+        f"  (of {report['machine']['cores']} cores: "
+        f"{report['machine']['cores'] * 1000 / sum(events.values()):.0f} events/s at most)"
+    )
     rows.append("  memory (MiB RSS) start → after events → end:")
     for name in SERVICES:
         rows.append(
@@ -579,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.pipeline", description=__doc__)
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--latency-events", type=int, default=300)
-    parser.add_argument("--rate", type=float, default=100.0)
+    parser.add_argument("--rate", type=float, default=50.0)
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args(argv)

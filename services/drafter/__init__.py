@@ -4,7 +4,8 @@ Like every service it runs as `main.run(settings)` (`desk drafter`). What code o
 may use of it is `__all__` (tests/test_layout.py holds desk/, chaos/ and benchmarks/ to it): the
 graph and what it runs with, for the benchmark that times the graph alone.
 
-- `build_graph()`: the graph's builder (compile it with a checkpointer).
+- `build_graph()`: the graph's builder (compile it with a checkpointer); `DURABILITY`, how
+  the drafter runs it (LangGraph's durability mode).
 - `Deps`: what the graph's nodes are given (`context=`): the helpdesk source and the model.
 - `OfflineDraftModel`: the built-in model used when no endpoint is configured.
 - `Work`: one work item as the graph sees it; `Work(...).start()` is the input of a new round.
@@ -15,7 +16,7 @@ round, Asked(...))`, the model `make_model(settings)` answers with (`output_for`
 the retriever `DESK_KNOWLEDGE_RETRIEVER` names (`retriever_of`).
 """
 
-from .graph import Deps, build_graph
+from .graph import DURABILITY, Deps, build_graph
 from .knowledge import Knowledge, retriever_of
 from .model import make_model, output_for
 from .offline import OfflineDraftModel
@@ -23,8 +24,9 @@ from .prompt import query
 from .threads import Work
 from .writer import Asked, write
 
-__all__ = [
+__all__ = [  # noqa: RUF022 (sorted as tests/test_layout.py checks: plain sorted())
     "Asked",
+    "DURABILITY",
     "Deps",
     "Knowledge",
     "OfflineDraftModel",

@@ -44,7 +44,7 @@ from shared.results import REPLY_WITHDRAWN
 from shared.source.base import Ticket
 
 from . import memory, metrics, retention, threads
-from .graph import Deps
+from .graph import DURABILITY, Deps
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +87,13 @@ class Drafter:
         async with self.ledger.lease(
             f"thread:{work.thread}", ttl=self.lease_ttl, wait=self.lease_wait
         ):
-            await self._finish_cut_off(config)
+            if not await self._finish_cut_off(config):  # no checkpoint: a new thread
+                await self._start(work, config)
+                metrics.DRAFT_SECONDS.observe(time.monotonic() - started)
+                return
             state = await self.graph.aget_state(config)
             if state.next and not state.interrupts:
-                await self._run(None, config)  # resume from the node that failed
-                await self._after(config)
+                await self._after(await self._run(None, config))  # resume the failed node
                 state = await self.graph.aget_state(config)
             if state.interrupts:
                 await self._waiting(
@@ -99,17 +101,19 @@ class Drafter:
                 )
             elif state.values.get("outcome") or state.values.get("round") is not None:
                 await self._finished(work, config, state.values)
-            else:
-                # a new thread, or a start killed before its first step
-                plan = None
-                if work.kind == "stale" and work.day is not None:  # first heard of by a reminder
-                    ticket = await self._ticket(work, None)
-                    plan = self._reminder(ticket, {}, work.day)
-                # a thread deleted after its retention period continues its count of versions
-                left = await retention.memo(self.ledger, work.thread)
-                await self._run({**work.start(plan), **left}, config)
-                await self._after(config)
+            else:  # a start that saved nothing of its own
+                await self._start(work, config)
         metrics.DRAFT_SECONDS.observe(time.monotonic() - started)
+
+    async def _start(self, work: threads.Work, config: RunnableConfig) -> None:
+        """The first run of a thread."""
+        plan = None
+        if work.kind == "stale" and work.day is not None:  # first heard of by a reminder
+            ticket = await self._ticket(work, None)
+            plan = self._reminder(ticket, {}, work.day)
+        # a thread deleted after its retention period continues its count of versions
+        left = await retention.memo(self.ledger, work.thread)
+        await self._after(await self._run({**work.start(plan), **left}, config))
 
     async def on_result(self, delivery: Delivery[Envelope]) -> None:
         """`reply.withdrawn`: an approved reply did not go out. It is no example of a sent reply;
@@ -142,15 +146,13 @@ class Drafter:
                     return  # the waiting draft answers those messages already
                 resume = {"type": "refresh", "cause": REDRAFT_AFTER_WITHDRAWAL}
                 update = {"covered": before, "trigger": trigger}
-                await self._run(Command(resume=resume, update=update), config)
-                await self._after(config)
+                await self._after(await self._run(Command(resume=resume, update=update), config))
             elif state.next:
                 raise TransientError(f"thread {thread} is mid-run; looking again later")
             elif values.get("round") == withdrawn_round and values.get("ticket_id"):
                 work = threads.Work(thread, str(values["ticket_id"]), None, trigger, None)
                 start = {**work.start(), "covered": before, "cause": REDRAFT_AFTER_WITHDRAWAL}
-                await self._run(start, config)
-                await self._after(config)
+                await self._after(await self._run(start, config))
 
     async def _waiting(self, work: threads.Work, config: RunnableConfig, item: InboxItem) -> None:
         """A ticket event while a draft waits for a reviewer."""
@@ -162,21 +164,20 @@ class Drafter:
         if change in ("closed", "answered"):
             reason = conversation.REASONS[change]
             resume = {"type": "withdraw", "reason": reason}
-            await self._run(Command(resume=resume, update=self._news(work)), config)
+            values = await self._run(Command(resume=resume, update=self._news(work)), config)
             await self._withdraw(item, reason, ticket.status)
             metrics.OUTCOMES.labels("withdrawn").inc()
             if change == "answered":  # the customer may have written after that answer
-                values = (await self.graph.aget_state(config)).values
                 found = conversation.open_round(ticket, covered=values.get("covered"))
                 if found is not None and found.id != values.get("round"):
-                    await self._run(work.start(), config)
-                    await self._after(config)
+                    await self._after(await self._run(work.start(), config))
             return
         if change == "customer_wrote":
             cause = conversation.REASONS[change]
             resume = {"type": "refresh", "cause": cause}
-            await self._run(Command(resume=resume, update=self._news(work)), config)
-            await self._after(config)
+            await self._after(
+                await self._run(Command(resume=resume, update=self._news(work)), config)
+            )
             return
         made_by_this = item.trigger.event_id == work.trigger["event_id"]  # its redelivery
         if work.kind == "stale" and work.day is not None and not made_by_this:
@@ -198,8 +199,7 @@ class Drafter:
             raise BusinessReject("the ticket is closed: no draft", outcome="closed")
         found = conversation.open_round(ticket, covered=values.get("covered"))
         if found is not None and found.id != values.get("round"):
-            await self._run(work.start(), config)  # the customer wrote: the next round
-            await self._after(config)
+            await self._after(await self._run(work.start(), config))  # the customer wrote again
             return
         if work.kind == "stale" and work.day is not None:
             if await self.ledger.seen(ids.reminded(work.thread, work.day)):
@@ -209,8 +209,7 @@ class Drafter:
                 )
             plan = self._reminder(ticket, values, work.day)
             if plan is not None:
-                await self._run(work.start(plan), config)
-                await self._after(config)
+                await self._after(await self._run(work.start(plan), config))
                 return
         metrics.OUTCOMES.labels("duplicate").inc()
         raise BusinessReject(f"thread {work.thread} has nothing new to answer", outcome="duplicate")
@@ -291,21 +290,26 @@ class Drafter:
                     raise BusinessReject(
                         f"{decision.type} is not allowed on this item", outcome="not_allowed"
                     )
-                await self._run(Command(resume=decision.model_dump(mode="json")), config)
+                ran = await self._run(Command(resume=decision.model_dump(mode="json")), config)
             elif state.next:
-                await self._run(None, config)
+                ran = await self._run(None, config)
             else:
                 raise BusinessReject(
                     f"thread {decision.thread} is not waiting for a decision", outcome="not_waiting"
                 )
-            await self._after(config)
+            await self._after(ran)
 
-    async def _run(self, graph_input: Any, config: RunnableConfig) -> None:
-        # durability="sync": each node's result is on disk before the next starts, so a crash
-        # after the model call never calls the model again.
-        await self.graph.ainvoke(graph_input, config, context=self.deps, durability="sync")
+    async def _run(self, graph_input: Any, config: RunnableConfig) -> dict[str, Any]:
+        """Run the thread until it waits for a reviewer, ends or fails; its values then (with
+        `__interrupt__` while it waits). Saved when it stops (`DURABILITY`): nothing of a run
+        leaves the drafter before then, so a crash after the draft is saved never calls the
+        model again, and one before leaves nothing half done."""
+        out = await self.graph.ainvoke(
+            graph_input, config, context=self.deps, durability=DURABILITY
+        )
+        return dict(out)
 
-    async def _finish_cut_off(self, config: RunnableConfig) -> None:
+    async def _finish_cut_off(self, config: RunnableConfig) -> bool:
         """Finish a run the process died in before anything else touches the thread.
 
         Two moments leave pending writes on the latest checkpoint that only a run with no
@@ -315,25 +319,28 @@ class Drafter:
         receive only one value per step"), and a step whose nodes had all written but whose
         checkpoint had not (the state then shows no next node and no interrupt, and the thread
         looks finished). Either way the thread would be stuck for good. What the cut-off
-        handler would have published next goes out now (idempotent ids)."""
+        handler would have published next goes out now (idempotent ids). (Runs saved only
+        when they stop, as `_run`'s are, leave neither; threads saved per step before do.)
+
+        Whether the thread has a checkpoint at all (False: a new thread)."""
         saver = self.graph.checkpointer
         if not isinstance(saver, BaseCheckpointSaver):
-            return
+            return True
         saved = await saver.aget_tuple(config)
-        if saved is None or not any(
+        if saved is None:
+            return False
+        if not any(
             w[0] == COMMAND_WRITES or w[1] not in (INTERRUPT, ERROR)
             for w in saved.pending_writes or ()
         ):
-            return  # waiting for a reviewer, failed in a node (retried as it is), or done
+            return True  # waiting for a reviewer, failed in a node (retried as it is), or done
         log.info(
             "finishing a run cut off mid-step",
             extra={"thread_id": config["configurable"]["thread_id"]},
         )
-        await self._run(None, config)
-        state = await self.graph.aget_state(config)
-        values = state.values
-        if state.interrupts:
-            await self._emit(InboxItem.model_validate(state.interrupts[0].value))
+        values = await self._run(None, config)
+        if values.get(INTERRUPT):
+            await self._emit(InboxItem.model_validate(values[INTERRUPT][0].value))
         elif values.get("outcome") == "withdrawn" and values.get("item"):
             item = InboxItem.model_validate(values["item"])
             status = None  # the ticket's status now, as a withdrawal says it
@@ -343,19 +350,21 @@ class Drafter:
                 except PermanentError:
                     pass  # gone from the helpdesk
             await self._withdraw(item, str(values.get("withdrawn") or ""), status)
+        return True
 
-    async def _after(self, config: RunnableConfig) -> None:
-        state = await self.graph.aget_state(config)
-        if state.interrupts:
-            await self._emit(InboxItem.model_validate(state.interrupts[0].value))
+    async def _after(self, values: dict[str, Any]) -> None:
+        """What a run that stopped leaves to do: publish the item it waits on, or say how the
+        thread finished."""
+        if values.get(INTERRUPT):
+            await self._emit(InboxItem.model_validate(values[INTERRUPT][0].value))
             return
-        outcome = state.values.get("outcome") or "finished"
+        outcome = values.get("outcome") or "finished"
         metrics.OUTCOMES.labels(outcome).inc()
         if outcome == "closed":
             raise BusinessReject("the ticket is closed: no draft", outcome="closed")
         if outcome == "quiet":
             raise BusinessReject("nothing in the conversation waits for a reply", outcome="quiet")
-        log.info("thread finished: %s", outcome, extra={"thread_id": state.values.get("thread")})
+        log.info("thread finished: %s", outcome, extra={"thread_id": values.get("thread")})
 
     async def _withdraw(self, item: InboxItem, reason: str, ticket_status: str | None) -> None:
         withdrawal = Withdrawal(

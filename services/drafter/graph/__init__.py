@@ -1,6 +1,7 @@
-"""The drafter's LangGraph: load → guard → draft | notify → review (interrupt) → finish."""
+"""The drafter's LangGraph: load (with the business rules) → draft | notify → review
+(interrupt) → finish."""
 
-from .graph import build_graph
+from .graph import DURABILITY, build_graph
 from .state import Deps, State
 
-__all__ = ["Deps", "State", "build_graph"]
+__all__ = ["DURABILITY", "Deps", "State", "build_graph"]

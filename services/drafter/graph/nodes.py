@@ -33,7 +33,8 @@ from .state import Deps, State
 
 
 async def load(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
-    """The ticket as it is now, and the round this run answers."""
+    """The ticket as it is now, the round this run answers, and the business rules' verdict on
+    it (one step: both may be redone after a crash, neither calls the model)."""
     inline = state.get("inline_ticket")
     if inline:
         ticket = _with_history(Ticket.model_validate(inline), state.get("ticket"))
@@ -48,14 +49,15 @@ async def load(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
         covered = None if plan.get("kind") == "reminder" else state.get("covered")
         found = conversation.open_round(ticket, covered=covered)
         if found is None:
-            return {**update, "round": "", "round_messages": []}
+            update.update(round="", round_messages=[])
+            return {**update, **_rules(update)}
         update.update(round=found.id, round_kind="answer", round_messages=found.message_ids)
     update["seen_through"] = conversation.newest_message(ticket)
     update["covered_before"] = {
         **(state.get("covered_before") or {}),
         update["round"]: state.get("covered"),
     }
-    return update
+    return {**update, **_rules(update)}
 
 
 def _with_history(mail: Ticket, earlier: dict[str, Any] | None) -> Ticket:
@@ -69,7 +71,13 @@ def _with_history(mail: Ticket, earlier: dict[str, Any] | None) -> Ticket:
 
 
 async def guard(state: State) -> dict[str, Any]:
-    """Business rules before any model call."""
+    """The business rules as a step of their own: only threads saved before `load` applied
+    them itself resume here."""
+    return _rules(state)
+
+
+def _rules(state: Any) -> dict[str, Any]:
+    """Business rules before any model call, on the loaded ticket and round."""
     ticket = state["ticket"]
     if ticket.get("status") == "closed":
         return {"outcome": "closed", "escalation": []}

@@ -7,7 +7,7 @@ from typing import Literal
 from .state import State
 
 
-def after_guard(state: State) -> Literal["draft", "notify", "__end__"]:
+def after_rules(state: State) -> Literal["draft", "notify", "__end__"]:
     if state.get("outcome") in ("closed", "quiet"):
         return "__end__"
     return "notify" if state.get("escalation") else "draft"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -291,3 +292,74 @@ async def test_a_redraft_cut_off_before_its_item_was_published_is_emitted_after_
     await eventually(lambda: _count(bus, 2), timeout=30, message="version 2 published")
     assert [i.version for i in await items(bus)] == [1, 2]
     assert len(fake_llm.requests) == 2
+
+
+async def test_a_thread_an_older_drafter_saved_between_its_load_and_guard_steps_drafts_once(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    """`load` applies the business rules itself now; a thread saved per step by a drafter
+    whose graph still had them as a `guard` step after it must still go on from there."""
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.graph import END, START, StateGraph
+
+    from services.drafter import Deps, OfflineDraftModel, Work
+    from services.drafter.graph import nodes, routes
+    from services.drafter.graph.state import State
+    from shared.source.sql import SqlSource
+
+    async def old_load(state: State, runtime: Any) -> dict[str, Any]:
+        loaded = await nodes.load(state, runtime)
+        return {k: v for k, v in loaded.items() if k not in ("outcome", "escalation")}
+
+    builder: StateGraph[State, Deps, State, State] = StateGraph(State, context_schema=Deps)
+    builder.add_node("load", old_load)
+    for name in ("guard", "draft", "notify", "review", "finish"):
+        builder.add_node(name, getattr(nodes, name))
+    builder.add_edge(START, "load")
+    builder.add_edge("load", "guard")
+    builder.add_conditional_edges("guard", routes.after_rules)
+    builder.add_edge("draft", "review")
+    builder.add_edge("notify", "review")
+    builder.add_conditional_edges("review", routes.after_review)
+    builder.add_edge("finish", END)
+
+    var = harness.root / "var"
+    var.mkdir(parents=True, exist_ok=True)
+    source = SqlSource(harness.helpdesk_url)
+    trigger = {"source": "helpdesk", "type": "ticket.created", "event_id": "evt_old"}
+    config = RunnableConfig(configurable={"thread_id": "T1012"})
+    async with AsyncSqliteSaver.from_conn_string(str(var / "drafter-checkpoints.sqlite")) as saver:
+        old = builder.compile(checkpointer=saver, interrupt_after=["load"])
+        deps = Deps(source=source, model=OfflineDraftModel())
+        await old.ainvoke(Work("T1012", "T1012", None, trigger, None).start(), config, context=deps)
+        assert (await old.aget_state(config)).next == ("guard",)
+    await source.close()
+
+    harness.start()
+    await send_event(bus, "T1012", "evt_old")
+    await eventually(lambda: items(bus), timeout=20, message="the draft")
+    await eventually(lambda: settled(bus), timeout=20, message="the event acked")
+    [item] = await items(bus)
+    assert item.ticket_id == "T1012" and item.version == 1
+    assert len(fake_llm.requests) == 1
+
+
+async def test_killed_during_the_model_call_the_redelivered_event_drafts_the_round_once(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    """A run is saved when it stops (durability "exit"): a drafter killed mid-run leaves
+    nothing of that run, and the event delivered again drafts the round from the start."""
+    fake_llm.delay = 30.0
+    first = harness.start()
+    await send_event(bus, "T1012", "evt_13")
+    await eventually(lambda: fake_llm.in_flight == 1, timeout=20, message="the model call")
+    first.kill()
+    fake_llm.delay = 0.0
+
+    harness.start()
+    await eventually(lambda: items(bus), timeout=30, message="the draft after the restart")
+    await eventually(lambda: settled(bus), timeout=20, message="the event acked")
+    [item] = await items(bus)
+    assert (item.ticket_id, item.version) == ("T1012", 1)
+    assert len(fake_llm.requests) == 1  # answered once: the call the kill cut off never was
