@@ -141,7 +141,7 @@ DRAFTER = ServiceSpec(
     consumers=(
         ConsumerSpec("drafter", subjects.WORK, (subjects.work_for("drafter"),)),
         ConsumerSpec("drafter-decisions", subjects.INBOX, (subjects.INBOX_DECISION,)),
-        ConsumerSpec("drafter-results", subjects.RESULTS, _results(REPLY_WITHDRAWN)),
+        ConsumerSpec("drafter-results", subjects.RESULTS, _results(REPLY_WITHDRAWN, REPLY_SENT)),
     ),
     publishes=DRAFTER_PUBLISHES,
     kv_writes=(LEDGER,),

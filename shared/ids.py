@@ -61,6 +61,11 @@ def reminded(thread: str, day: dt.date) -> str:
     return f"reminded:{thread}:{day.isoformat()}"
 
 
+def sent(thread: str, round_id: str) -> str:
+    """Drafter ledger key: the reply to that round of the thread went out (`reply.sent`)."""
+    return f"sent:{thread}:{round_id}"
+
+
 def stale(ticket: str, day: dt.date) -> str:
     return f"cron:stale:{ticket}:{day.isoformat()}"
 

@@ -16,6 +16,9 @@ redelivery after a crash never drafts twice, and a new customer message always g
 |                           | waiting on the customer → one follow-up a day; else nothing |
 
 A decision resumes a waiting thread if it is on the current version; anything else is refused.
+A draft whose reply went out (`reply.sent`) while its decision has not reached the drafter yet
+is left as it is until it has: the ticket's news is then a new round, not a redraft that would
+answer the customer's earlier messages again.
 An approved reply the sender withdrew because the customer wrote again before it went out
 (`reply.withdrawn`) did not answer its round: the round's messages count as unanswered again,
 so the next draft answers them too.
@@ -40,7 +43,7 @@ from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError
 from shared.inbox import Decision, InboxItem, Overdue, Withdrawal
 from shared.ledger import Ledger
-from shared.results import REPLY_WITHDRAWN
+from shared.results import REPLY_SENT, REPLY_WITHDRAWN
 from shared.source.base import Ticket
 
 from . import memory, metrics, retention, threads
@@ -55,6 +58,7 @@ REDRAFT_AFTER_WITHDRAWAL = "the approved reply was withdrawn: the customer wrote
 COMMAND_WRITES = "00000000-0000-0000-0000-000000000000"
 INTERRUPT, ERROR = "__interrupt__", "__error__"  # pending writes that are not a step's result
 REMINDED_TTL = 2 * 24 * 3600.0  # a day's reminder key outlives its day
+SENT_TTL = 7 * 24 * 3600.0  # a sent reply's decision reaches the drafter well within that
 
 
 class Drafter:
@@ -116,13 +120,20 @@ class Drafter:
         await self._after(await self._run({**work.start(plan), **left}, config))
 
     async def on_result(self, delivery: Delivery[Envelope]) -> None:
-        """`reply.withdrawn`: an approved reply did not go out. It is no example of a sent reply;
-        and if the customer wrote again before it went out, its round is owed an answer."""
+        """`reply.sent`: remembered, for a draft whose decision is still on its way (see
+        `_waiting`). `reply.withdrawn`: an approved reply did not go out. It is no example of a
+        sent reply; and if the customer wrote again before it went out, its round is owed an
+        answer."""
         data = delivery.body.data
-        if delivery.body.type != REPLY_WITHDRAWN or not isinstance(data, dict):
+        if not isinstance(data, dict):
             return
         thread, withdrawn_round = str(data.get("thread") or ""), str(data.get("round") or "")
         if not thread or not withdrawn_round:
+            return
+        if delivery.body.type == REPLY_SENT:
+            await self.ledger.claim(ids.sent(thread, withdrawn_round), ttl=SENT_TTL)
+            return
+        if delivery.body.type != REPLY_WITHDRAWN:
             return
         if self.graph.store is not None:  # it never went out: no example of what was sent
             await memory.forget(self.graph.store, thread, withdrawn_round)
@@ -161,6 +172,12 @@ class Drafter:
         await self._emit(item)
         ticket = await self._ticket(work, item)
         change = conversation.change_since(ticket, item.seen_through)
+        if change and await self.ledger.seen(ids.sent(item.thread, item.round)):
+            # its reply went out: the thread ends with that decision, which has not reached
+            # this drafter yet; what the ticket says now is for the thread after it
+            raise TransientError(
+                f"the reply to {item.id} went out; waiting for its decision to finish the thread"
+            )
         if change in ("closed", "answered"):
             reason = conversation.REASONS[change]
             resume = {"type": "withdraw", "reason": reason}

@@ -383,3 +383,52 @@ async def test_a_withdrawal_cut_off_mid_step_is_finished_not_stuck_for_good(
     withdrawal = Withdrawal.model_validate(notice.data)
     assert (withdrawal.reason, withdrawal.ticket_status) == ("the ticket was closed", "closed")
     await eventually(lambda: settled(bus), timeout=20, message="the event handled, not retried")
+
+
+async def publish_reply_sent(bus: Bus, item: InboxItem) -> None:
+    """What the sender publishes once an approved reply went out."""
+    key = ids.outbox(item.thread, item.round, "send_reply")
+    envelope = Envelope(
+        id=f"reply.sent:{key}",
+        source="/desk/sender",
+        type="reply.sent",
+        data={
+            "outbox_key": key,
+            "item_id": item.id,
+            "thread": item.thread,
+            "round": item.round,
+            "version": item.version,
+            "ticket_id": item.ticket_id,
+            "decision": "accept",
+        },
+    )
+    await bus.publish(subjects.result("reply.sent"), envelope.to_bytes(), msg_id=envelope.id)
+
+
+async def test_the_customer_writing_after_a_sent_reply_whose_decision_is_late_is_a_new_round(
+    bus: Bus, harness: Harness
+) -> None:
+    """The sender sent the approved reply and the customer wrote again before the decision
+    reached the drafter (it was down, or behind). The customer's new message is a round of its
+    own, answered once: not a redraft of the sent one answering the first message again."""
+    harness.start()
+    await send_event(bus, "T1012", "evt_1")
+    await eventually(lambda: items(bus), timeout=20, message="round one's draft")
+    [v1] = await items(bus)
+    await publish_reply_sent(bus, v1)
+    await eventually(lambda: settled(bus, subjects.RESULTS, "drafter-results"), message="seen")
+
+    _, message = helpdesk(harness).add_message("T1012", "Thanks. And the second charge?")
+    await send_event(bus, "T1012", "evt_2", event_type="ticket.message.created")
+    await eventually(
+        lambda: "waiting for its decision" in harness.processes[-1].tail(),
+        timeout=20,
+        message="the event put off until the decision",
+    )
+    assert len(await items(bus)) == 1
+
+    await decide(bus, v1, "accept")  # the late decision
+    await eventually(lambda: item_count(bus, 2), timeout=30, message="round two's draft")
+    await eventually(lambda: settled(bus), timeout=20, message="every event handled")
+    [_, v2] = await items(bus)
+    assert (v2.version, v2.round, v2.round_messages) == (2, message.id, [message.id])
