@@ -131,8 +131,9 @@ def _utc(value: dt.datetime) -> dt.datetime:
 
 
 def see_item(engine: Engine, item: ItemRow) -> None:
-    if get_item(engine, item.item_id) is None:
-        insert_once(engine, item)  # False: another replica stored it a moment ago
+    """Remember an item; one seen before (a redelivery, or another replica a moment ago) is
+    left as it was stored."""
+    insert_once(engine, item)
 
 
 def get_item(engine: Engine, item_id: str) -> ItemRow | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import and_, or_
+from sqlalchemy import and_, or_, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -85,15 +85,18 @@ def project(
 
 def _round_started(session: Session, item: InboxItem) -> dt.datetime:
     """When the item's round began to wait: its first stored version's time, or this one's."""
+    if item.version <= 1:
+        return item.created_at  # no version of the thread comes before the first
     first = session.exec(
-        select(ItemRow)
+        select(ItemRow.waiting_since, ItemRow.created_at)
         .where(ItemRow.thread == item.thread, ItemRow.round == item.round)
         .where(col(ItemRow.version) < item.version)
         .order_by(col(ItemRow.version))
     ).first()
     if first is None:
         return item.created_at
-    return as_utc(first.waiting_since) or as_utc(first.created_at) or item.created_at
+    waiting_since, created_at = first
+    return as_utc(waiting_since) or as_utc(created_at) or item.created_at
 
 
 def supersede_older(engine: Engine, thread: str) -> None:
@@ -103,28 +106,32 @@ def supersede_older(engine: Engine, thread: str) -> None:
     sender did act on it first, its result replaces this status).
 
     Run after each insert, in its own transaction, so whichever of two concurrent inserts
-    commits last sees both rows."""
-    with Session(engine, expire_on_commit=False) as session:
-        newest = session.exec(
-            select(ItemRow).where(ItemRow.thread == thread).order_by(col(ItemRow.version).desc())
-        ).first()
-        if newest is None:
-            return
-        older = session.exec(
-            select(ItemRow).where(
-                ItemRow.thread == thread,
-                ItemRow.version < newest.version,
-                or_(
-                    col(ItemRow.status).in_(("waiting", "redrafting")),
-                    and_(col(ItemRow.status) == "sending", col(ItemRow.round) == newest.round),
+    commits last sees both rows. One statement: the newest version and its round are read by
+    it, not loaded first."""
+    newest = (
+        select(ItemRow.version, ItemRow.round)
+        .where(ItemRow.thread == thread)
+        .order_by(col(ItemRow.version).desc())
+        .limit(1)
+        .subquery()
+    )
+    stale = (
+        update(ItemRow)
+        .where(
+            col(ItemRow.thread) == thread,
+            col(ItemRow.version) < select(newest.c.version).scalar_subquery(),
+            or_(
+                col(ItemRow.status).in_(("waiting", "redrafting")),
+                and_(
+                    col(ItemRow.status) == "sending",
+                    col(ItemRow.round) == select(newest.c.round).scalar_subquery(),
                 ),
-            )
-        ).all()
-        for old in older:
-            old.status = "superseded"
-            old.updated_at = now()
-            session.add(old)
-        session.commit()
+            ),
+        )
+        .values(status="superseded", updated_at=now())
+    )
+    with engine.begin() as connection:
+        connection.execute(stale)
 
 
 def set_result(engine: Engine, item_id: str, status: str, result: dict[str, Any]) -> bool:
