@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 
 SOURCE = "/desk/drafter"
 REDRAFT_AFTER_WITHDRAWAL = "the approved reply was withdrawn: the customer wrote again"
+REDRAFT_AFTER_SENT = "the reply to the earlier messages went out: this answers what came after"
 # The task id under which LangGraph stores a command's resume value and state update before
 # the step they feed runs (`langgraph._internal._constants.NULL_TASK_ID`, private there).
 COMMAND_WRITES = "00000000-0000-0000-0000-000000000000"
@@ -132,6 +133,7 @@ class Drafter:
             return
         if delivery.body.type == REPLY_SENT:
             await self.ledger.claim(ids.sent(thread, withdrawn_round), ttl=SENT_TTL)
+            await self._answered_meanwhile(thread, withdrawn_round, data.get("seen_through"))
             return
         if delivery.body.type != REPLY_WITHDRAWN:
             return
@@ -164,6 +166,25 @@ class Drafter:
                 work = threads.Work(thread, str(values["ticket_id"]), None, trigger, None)
                 start = {**work.start(), "covered": before, "cause": REDRAFT_AFTER_WITHDRAWAL}
                 await self._after(await self._run(start, config))
+
+    async def _answered_meanwhile(self, thread: str, sent_round: str, sent_through: Any) -> None:
+        """A reply went out for `sent_round` after the thread had moved on to a draft that
+        answers that round's messages too (the customer wrote again before the decision
+        reached the drafter): redraft it to answer only what came after the sent reply."""
+        if not isinstance(sent_through, str) or not sent_through:
+            return  # a sender that does not say what its reply answered
+        config = self.config(thread)
+        async with self.ledger.lease(f"thread:{thread}", ttl=self.lease_ttl, wait=self.lease_wait):
+            await self._finish_cut_off(config)
+            state = await self.graph.aget_state(config)
+            if not state.interrupts:
+                return
+            item = InboxItem.model_validate(state.interrupts[0].value)
+            if item.round == sent_round or sent_round not in item.round_messages:
+                return  # the draft the reply was sent for, or one not answering its messages
+            resume = {"type": "refresh", "cause": REDRAFT_AFTER_SENT}
+            update = {"covered": sent_through}
+            await self._after(await self._run(Command(resume=resume, update=update), config))
 
     async def _waiting(self, work: threads.Work, config: RunnableConfig, item: InboxItem) -> None:
         """A ticket event while a draft waits for a reviewer."""

@@ -91,6 +91,7 @@ def _reply_data(row: store.OutboxRow) -> dict[str, Any]:
         "auto": bool(row.auto),  # sent by auto-send (the trail and the audits say more)
         "channel": row.channel,
         "delivery": row.delivery,
+        "seen_through": row.seen_through,  # the newest message the reply answers
     }
 
 
@@ -243,6 +244,7 @@ class Sender:
             subject=str(subject) if subject is not None else None,
             recipient=item.recipient,
             in_reply_to=item.in_reply_to,
+            seen_through=item.seen_through,
             auto=decision.auto or None,
         )
         # One worker per key at a time (across replicas): a redelivery waits for a delivery in

@@ -60,6 +60,7 @@ class OutboxRow(SQLModel, table=True):
     recipient: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     in_reply_to: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     auto: bool | None = None  # approved by the category's auto-send policy, not by a person
+    seen_through: str | None = None  # the newest message the sent draft saw (what it answers)
 
 
 class ResultRow(SQLModel, table=True):

@@ -400,6 +400,7 @@ async def publish_reply_sent(bus: Bus, item: InboxItem) -> None:
             "version": item.version,
             "ticket_id": item.ticket_id,
             "decision": "accept",
+            "seen_through": item.seen_through,
         },
     )
     await bus.publish(subjects.result("reply.sent"), envelope.to_bytes(), msg_id=envelope.id)
@@ -432,3 +433,31 @@ async def test_the_customer_writing_after_a_sent_reply_whose_decision_is_late_is
     await eventually(lambda: settled(bus), timeout=20, message="every event handled")
     [_, v2] = await items(bus)
     assert (v2.version, v2.round, v2.round_messages) == (2, message.id, [message.id])
+
+
+async def test_a_reply_sent_after_its_thread_was_redrafted_leaves_the_redraft_the_new_message(
+    bus: Bus, harness: Harness
+) -> None:
+    """The other order: the customer's new message redrafted the waiting round (answering
+    both) before the drafter learnt that the first draft's reply had gone out. The redraft is
+    drafted again, answering only the message after the sent reply."""
+    harness.start()
+    await send_event(bus, "T1041", "evt_1")
+    await eventually(lambda: items(bus), timeout=20, message="the first draft")
+    [v1] = await items(bus)
+    _, message = helpdesk(harness).add_message("T1041", "Also, can I get the invoice as PDF?")
+    await send_event(bus, "T1041", "evt_2", event_type="ticket.message.created")
+    await eventually(lambda: item_count(bus, 2), timeout=20, message="the redraft")
+    v2 = (await items(bus))[1]
+    assert v2.round_messages == [v1.round, message.id]
+
+    await publish_reply_sent(bus, v1)  # it went out before the customer wrote
+    await eventually(lambda: item_count(bus, 3), timeout=20, message="the redraft redrafted")
+    await eventually(lambda: settled(bus, subjects.RESULTS, "drafter-results"), message="done")
+    v3 = (await items(bus))[2]
+    assert (v3.version, v3.round, v3.round_messages) == (3, message.id, [message.id])
+    assert v3.cause == "the reply to the earlier messages went out: this answers what came after"
+
+    await decide(bus, v1, "accept")  # the late decision on the sent draft: refused
+    await eventually(lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="refused")
+    assert len(await items(bus)) == 3
