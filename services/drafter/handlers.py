@@ -128,17 +128,17 @@ class Drafter:
         data = delivery.body.data
         if not isinstance(data, dict):
             return
-        thread, withdrawn_round = str(data.get("thread") or ""), str(data.get("round") or "")
-        if not thread or not withdrawn_round:
+        thread, round_id = str(data.get("thread") or ""), str(data.get("round") or "")
+        if not thread or not round_id:
             return
         if delivery.body.type == REPLY_SENT:
-            await self.ledger.claim(ids.sent(thread, withdrawn_round), ttl=SENT_TTL)
-            await self._answered_meanwhile(thread, withdrawn_round, data.get("seen_through"))
+            await self.ledger.claim(ids.sent(thread, round_id), ttl=SENT_TTL)
+            await self._answered_meanwhile(thread, round_id, data.get("seen_through"))
             return
         if delivery.body.type != REPLY_WITHDRAWN:
             return
         if self.graph.store is not None:  # it never went out: no example of what was sent
-            await memory.forget(self.graph.store, thread, withdrawn_round)
+            await memory.forget(self.graph.store, thread, round_id)
         if data.get("reason") != conversation.REASONS["customer_wrote"]:
             return  # closed, or a person answered: nothing of ours is owed
         config = self.config(thread)
@@ -146,7 +146,7 @@ class Drafter:
             await self._finish_cut_off(config)
             state = await self.graph.aget_state(config)
             values = state.values
-            before = (values.get("covered_before") or {}).get(withdrawn_round, "?")
+            before = (values.get("covered_before") or {}).get(round_id, "?")
             if before == "?":
                 return  # not a round this thread drafted (or drafted before rounds were kept)
             trigger = {"source": "sender", "type": REPLY_WITHDRAWN, "event_id": delivery.body.id}
@@ -155,14 +155,14 @@ class Drafter:
                 trigger["queue"] = queue
             if state.interrupts:
                 item = InboxItem.model_validate(state.interrupts[0].value)
-                if withdrawn_round in item.round_messages or item.round == withdrawn_round:
+                if round_id in item.round_messages or item.round == round_id:
                     return  # the waiting draft answers those messages already
                 resume = {"type": "refresh", "cause": REDRAFT_AFTER_WITHDRAWAL}
                 update = {"covered": before, "trigger": trigger}
                 await self._after(await self._run(Command(resume=resume, update=update), config))
             elif state.next:
                 raise TransientError(f"thread {thread} is mid-run; looking again later")
-            elif values.get("round") == withdrawn_round and values.get("ticket_id"):
+            elif values.get("round") == round_id and values.get("ticket_id"):
                 work = threads.Work(thread, str(values["ticket_id"]), None, trigger, None)
                 start = {**work.start(), "covered": before, "cause": REDRAFT_AFTER_WITHDRAWAL}
                 await self._after(await self._run(start, config))
@@ -174,14 +174,21 @@ class Drafter:
         if not isinstance(sent_through, str) or not sent_through:
             return  # a sender that does not say what its reply answered
         config = self.config(thread)
-        async with self.ledger.lease(f"thread:{thread}", ttl=self.lease_ttl, wait=self.lease_wait):
-            await self._finish_cut_off(config)
+
+        async def answers_it_again() -> bool:
             state = await self.graph.aget_state(config)
             if not state.interrupts:
-                return
+                return False
             item = InboxItem.model_validate(state.interrupts[0].value)
-            if item.round == sent_round or sent_round not in item.round_messages:
-                return  # the draft the reply was sent for, or one not answering its messages
+            # not the draft the reply was sent for, and answering that round's messages
+            return item.round != sent_round and sent_round in item.round_messages
+
+        if not await answers_it_again():  # the usual case, read without taking the lease
+            return
+        async with self.ledger.lease(f"thread:{thread}", ttl=self.lease_ttl, wait=self.lease_wait):
+            await self._finish_cut_off(config)
+            if not await answers_it_again():  # another worker moved the thread on meanwhile
+                return
             resume = {"type": "refresh", "cause": REDRAFT_AFTER_SENT}
             update = {"covered": sent_through}
             await self._after(await self._run(Command(resume=resume, update=update), config))

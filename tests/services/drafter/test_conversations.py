@@ -268,24 +268,39 @@ async def test_a_customer_message_after_an_answer_that_overtook_the_draft_is_not
     assert (v2.round, v2.round_messages) == (message.id, [message.id])
 
 
-async def publish_reply_withdrawn(bus: Bus, item: InboxItem, n: int = 0) -> None:
-    """What the sender publishes when the customer wrote again before an approved reply left."""
+async def publish_reply_result(
+    bus: Bus, item: InboxItem, kind: str, data: dict[str, object], n: int = 0
+) -> None:
+    """What the sender publishes about an approved reply to `item` (`reply.<kind>`)."""
     key = ids.outbox(item.thread, item.round, "send_reply")
     envelope = Envelope(
-        id=f"reply.withdrawn:{key}",
+        id=f"{kind}:{key}",
         source="/desk/sender",
-        type="reply.withdrawn",
+        type=kind,
         data={
             "outbox_key": key,
             "item_id": item.id,
             "thread": item.thread,
             "round": item.round,
+            "version": item.version,
             "ticket_id": item.ticket_id,
-            "reason": "the customer wrote again",
+            **data,
         },
     )
-    await bus.publish(
-        subjects.result("reply.withdrawn"), envelope.to_bytes(), msg_id=f"{envelope.id}#{n}"
+    await bus.publish(subjects.result(kind), envelope.to_bytes(), msg_id=f"{envelope.id}#{n}")
+
+
+async def publish_reply_withdrawn(bus: Bus, item: InboxItem, n: int = 0) -> None:
+    """The customer wrote again before an approved reply left."""
+    await publish_reply_result(
+        bus, item, "reply.withdrawn", {"reason": "the customer wrote again"}, n
+    )
+
+
+async def publish_reply_sent(bus: Bus, item: InboxItem) -> None:
+    """An approved reply went out."""
+    await publish_reply_result(
+        bus, item, "reply.sent", {"decision": "accept", "seen_through": item.seen_through}
     )
 
 
@@ -383,27 +398,6 @@ async def test_a_withdrawal_cut_off_mid_step_is_finished_not_stuck_for_good(
     withdrawal = Withdrawal.model_validate(notice.data)
     assert (withdrawal.reason, withdrawal.ticket_status) == ("the ticket was closed", "closed")
     await eventually(lambda: settled(bus), timeout=20, message="the event handled, not retried")
-
-
-async def publish_reply_sent(bus: Bus, item: InboxItem) -> None:
-    """What the sender publishes once an approved reply went out."""
-    key = ids.outbox(item.thread, item.round, "send_reply")
-    envelope = Envelope(
-        id=f"reply.sent:{key}",
-        source="/desk/sender",
-        type="reply.sent",
-        data={
-            "outbox_key": key,
-            "item_id": item.id,
-            "thread": item.thread,
-            "round": item.round,
-            "version": item.version,
-            "ticket_id": item.ticket_id,
-            "decision": "accept",
-            "seen_through": item.seen_through,
-        },
-    )
-    await bus.publish(subjects.result("reply.sent"), envelope.to_bytes(), msg_id=envelope.id)
 
 
 async def test_the_customer_writing_after_a_sent_reply_whose_decision_is_late_is_a_new_round(
