@@ -8,6 +8,10 @@ with a file store and measures, with the same pre-generated requests, generator 
   (`benchmarks.bare`, one process like ingress): the HTTP ceiling on this machine;
 - **broker**: one nats-py client publishing the same messages (same headers, `Nats-Msg-Id`)
   with many publishes in flight to a stream configured like EVENTS: the broker ceiling;
+- **broker, as many in flight as connections**: the same client with no more publishes in
+  flight than ingress can have (one per connection: each request waits for its PubAck). With
+  `sync_interval: always` the broker's rate depends on that number (it syncs what is pending
+  together), so this is the ceiling for ingress at that concurrency;
 - **ingress**: the real service (`python -m desk ingress`) verifying each signature and
   answering 202 after the PubAck; then exactly-once: the stream holds N messages, and 1,000
   of the requests sent again answer `duplicate: true` and store nothing.
@@ -68,6 +72,7 @@ RESEND = 1000
 ROUNDS = 10
 BROKER_IN_FLIGHT = 4000  # nats-py's own default window for publish_async
 BENCH_STREAM = "BENCH_EVENTS"
+SAME_STREAM = "BENCH_SAME_IN_FLIGHT"  # the second broker reference: its own stream and ids
 WORKERS = 1  # ingress runs one process (one uvicorn server); bare runs the same
 
 OFFERED_SHARE = 0.5  # the open-loop rate, as a share of what ingress sustained closed-loop
@@ -76,6 +81,7 @@ _OFFERED_KEYS = ("completed", "errors", "statuses", "p50_ms", "p95_ms", "p99_ms"
 
 # issue "Performance at the limits", target 3
 TARGETS = {"ingress/bare": 0.80, "ingress_p99_ms": 25.0, "synced/broker": 0.90}
+MEASURES = ("bare", "ingress", "broker", "broker_same")  # run in a rotating order each round
 
 
 @dataclass(frozen=True)
@@ -168,10 +174,17 @@ class _Tally:
         }
 
 
-def _bench_stream() -> StreamConfig:
+def _bench_stream(name: str = BENCH_STREAM, prefix: str = "bench") -> StreamConfig:
     """EVENTS' configuration under another name and subject space."""
     [events] = [s for s in Topology().streams() if s.name == subjects.EVENTS]
-    return dataclasses.replace(events, name=BENCH_STREAM, subjects=["bench.>"])
+    return dataclasses.replace(events, name=name, subjects=[f"{prefix}.>"])
+
+
+def _renamed(messages: list[Message], prefix: str) -> list[Message]:
+    """The same messages on `prefix.…` subjects (for the second broker reference's stream)."""
+    return [
+        dataclasses.replace(m, subject=prefix + m.subject[m.subject.index(".") :]) for m in messages
+    ]
 
 
 async def _publish_all(js: JetStreamContext, messages: list[Message]) -> list[Any]:
@@ -279,7 +292,10 @@ async def _measure(
     gen = LoadGenerator({"warm": warm.requests, "main": main.requests, "extra": extra.requests})
     try:
         js = nc.jetstream(timeout=30, publish_async_max_pending=mode.in_flight)
+        same_js = nc.jetstream(timeout=30, publish_async_max_pending=mode.connections)
         await js.add_stream(_bench_stream())
+        await js.add_stream(_bench_stream(SAME_STREAM, "same"))
+        same = _renamed(main.messages, "same")
         say("warm-up")
         await asyncio.to_thread(gen.run, mode.bare_port, "warm", connections=mode.connections)
         await asyncio.to_thread(gen.run, mode.ingress_port, "warm", connections=mode.connections)
@@ -287,16 +303,18 @@ async def _measure(
         await js.purge_stream(subjects.EVENTS)
         await js.purge_stream(BENCH_STREAM)
 
-        tallies = {"bare": _Tally(), "ingress": _Tally(), "broker": _Tally()}
+        tallies = {name: _Tally() for name in MEASURES}
         memory = [rss_mib(mode.ingress.pid)]  # after the warm-up, then after all the rounds
         sampler = Sampler(mode.ingress.pid, mode.work / "ingress-profile.txt") if profile else None
         with sampler or contextlib.nullcontext():
             for r, (lo, hi) in enumerate(slices(count, rounds)):
                 say(f"round {r + 1}/{rounds}: requests {lo:,}–{hi:,}")
-                order = ["bare", "ingress", "broker"]
-                for name in order[r % 3 :] + order[: r % 3]:
+                at = r % len(MEASURES)
+                for name in MEASURES[at:] + MEASURES[:at]:
                     if name == "broker":
                         await mode.broker_round(js, tallies[name], main.messages[lo:hi])
+                    elif name == "broker_same":
+                        await mode.broker_round(same_js, tallies[name], same[lo:hi])
                     else:
                         child, port = (
                             (mode.bare, mode.bare_port)
@@ -321,6 +339,7 @@ async def _measure(
         stored_after = await _messages(js, subjects.EVENTS)
         broker_stored = await _messages(js, BENCH_STREAM)
         await js.delete_stream(BENCH_STREAM)
+        await js.delete_stream(SAME_STREAM)
 
         # Latency without queueing: both at the same fixed rate, half what ingress sustained.
         rate = OFFERED_SHARE * LoadResult.merge(tallies["ingress"].results).rps
@@ -344,6 +363,7 @@ async def _measure(
     bare, ingress = tallies["bare"].http(), tallies["ingress"].http()
     broker = tallies["broker"].broker(mode.in_flight)
     broker["stream_messages"] = broker_stored
+    broker_same = tallies["broker_same"].broker(mode.connections)
     ingress["rss_mib"] = memory
     if sampler is not None:
         ingress["profile"] = {
@@ -370,12 +390,14 @@ async def _measure(
         "sync_always": mode.mode == "always",
         "bare": bare,
         "broker": broker,
+        "broker_same_in_flight": broker_same,
         "ingress": ingress,
         "exactly_once": exactly_once,
         "offered": offered,
         "ratios": {
             "ingress/bare": round(ingress["rps"] / bare["rps"], 3),
             "ingress/broker": round(ingress["rps"] / broker["rps"], 3),
+            "ingress/broker_same_in_flight": round(ingress["rps"] / broker_same["rps"], 3),
         },
     }
 
@@ -417,7 +439,8 @@ def measure_mode(
 
 
 def headline(modes: dict[str, Any]) -> dict[str, Any]:
-    """`ingress/bare`, `ingress_rps`, `ingress_p99_ms` (relaxed), `synced/broker` (always)."""
+    """`ingress/bare`, `ingress_rps`, `ingress_p99_ms` (relaxed), `synced/broker` and
+    `synced/same_in_flight` (always)."""
     line: dict[str, Any] = {}
     if "relaxed" in modes:
         relaxed = modes["relaxed"]
@@ -425,7 +448,9 @@ def headline(modes: dict[str, Any]) -> dict[str, Any]:
         line["ingress_rps"] = round(relaxed["ingress"]["rps"])
         line["ingress_p99_ms"] = round(relaxed["ingress"]["p99_ms"], 1)
     if "always" in modes:
-        line["synced/broker"] = round(modes["always"]["ratios"]["ingress/broker"], 2)
+        ratios = modes["always"]["ratios"]
+        line["synced/broker"] = round(ratios["ingress/broker"], 2)
+        line["synced/same_in_flight"] = round(ratios["ingress/broker_same_in_flight"], 2)
     return line
 
 
@@ -469,12 +494,12 @@ def table(report: dict[str, Any]) -> str:
                 f"{mode:<8} {name:<8} {f['rps']:>8,.0f} {f['p50_ms']:>7.2f} {f['p95_ms']:>7.2f} "
                 f"{f['p99_ms']:>7.2f} {f['server_cpu_us_per_request']:>13.0f} {nats_us}"
             )
-        b = m["broker"]
-        rows.append(
-            f"{mode:<8} {'broker':<8} {b['rps']:>8,.0f} {'':>7} {'':>7} {'':>7} "
-            f"{b['client_cpu_us_per_message']:>13.0f} {b['nats_cpu_us_per_message']:>11.0f}"
-            f"  (one nats-py client, {b['in_flight']} in flight)"
-        )
+        for b in (m["broker"], m["broker_same_in_flight"]):
+            rows.append(
+                f"{mode:<8} {'broker':<8} {b['rps']:>8,.0f} {'':>7} {'':>7} {'':>7} "
+                f"{b['client_cpu_us_per_message']:>13.0f} {b['nats_cpu_us_per_message']:>11.0f}"
+                f"  (one nats-py client, {b['in_flight']} in flight)"
+            )
         o = m["offered"]
         rows.append(
             f"{mode:<8} at {o['rate']:,}/s offered (open loop, half of ingress's rate): "
@@ -487,7 +512,8 @@ def table(report: dict[str, Any]) -> str:
         e = m["exactly_once"]
         rows.append(
             f"{mode:<8} ingress/bare={m['ratios']['ingress/bare']:.2f} "
-            f"ingress/broker={m['ratios']['ingress/broker']:.2f}; exactly once: "
+            f"ingress/broker={m['ratios']['ingress/broker']:.2f} (same in flight: "
+            f"{m['ratios']['ingress/broker_same_in_flight']:.2f}); exactly once: "
             f"{e['stream_after_run']:,}/{e['expected']:,} stored, {e['resent']:,} resent → "
             f"{e['resent_duplicate']:,} duplicate, {e['stream_after_resend']:,} stored "
             f"{'ok' if e['ok'] else 'FAILED'}; ingress memory "

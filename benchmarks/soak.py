@@ -30,6 +30,7 @@ from typing import Any
 
 from .pipeline import (
     FIRST_TICKET,
+    THROUGHPUT_POLL,
     Rig,
     add_tickets,
     decisions_phase,
@@ -89,7 +90,9 @@ async def soak(rig: Rig, events: int, wave: int) -> dict[str, Any]:
             n = min(wave, events - done)
             tickets = add_tickets(rig.helpdesk_url, FIRST_TICKET + done, n)
             wanted = {t.id for t in tickets}
-            watcher = asyncio.create_task(s.watch.until(wanted, time.perf_counter() + 120 + n))
+            watcher = asyncio.create_task(
+                s.watch.until(wanted, time.perf_counter() + 120 + n, THROUGHPUT_POLL)
+            )
             await send_all(s.ingress, signed_requests(s.secret, tickets, f"soak{done}"), rate=None)
             await watcher
             await decisions_phase(s, wanted)  # every draft accepted, every reply sent

@@ -12,6 +12,7 @@ import logging
 
 import nats.js.errors as js_errors
 from nats.js import JetStreamContext
+from nats.js.kv import KeyValue
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .catalog import GUIDANCE
@@ -48,15 +49,35 @@ class Guidance(BaseModel):
 
 async def read(js: JetStreamContext) -> Guidance:
     """The active instructions (none yet: an empty Guidance)."""
+    return await Reader(js).read()
+
+
+class Reader:
+    """Reads the instructions again for each call, keeping the bucket it found: a draft costs
+    the broker one read, not a bucket lookup as well."""
+
+    def __init__(self, js: JetStreamContext) -> None:
+        self.js = js
+        self._kv: KeyValue | None = None
+
+    async def read(self) -> Guidance:
+        try:
+            if self._kv is None:
+                self._kv = await self.js.key_value(BUCKET)
+            entry = await self._kv.get(KEY)
+        except js_errors.KeyNotFoundError:
+            return Guidance()
+        except js_errors.NotFoundError:  # no bucket (yet, or any more): look for it next time
+            self._kv = None
+            return Guidance()
+        except FAILURES as exc:
+            raise Unavailable("the standing instructions are unavailable") from exc
+        return _parsed(entry.value)
+
+
+def _parsed(value: bytes | None) -> Guidance:
     try:
-        kv = await js.key_value(BUCKET)
-        entry = await kv.get(KEY)
-    except (js_errors.KeyNotFoundError, js_errors.BucketNotFoundError):
-        return Guidance()
-    except FAILURES as exc:
-        raise Unavailable("the standing instructions are unavailable") from exc
-    try:
-        return Guidance.model_validate_json(entry.value or b"{}")
+        return Guidance.model_validate_json(value or b"{}")
     except ValidationError as exc:  # drafts go on without them; the inbox's next write mends it
         log.warning("the standing instructions cannot be read: %s", exc.errors()[0]["msg"])
         return Guidance()

@@ -61,7 +61,7 @@ async def run(settings: DrafterSettings) -> None:
         drafter = Drafter(
             svc.bus,
             graph,
-            dataclasses.replace(deps, guidance=functools.partial(guidance.read, svc.bus.js)),
+            dataclasses.replace(deps, guidance=guidance.Reader(svc.bus.js).read),
             ledger,
             lease_ttl=max(5.0, settings.ack_wait),
             lease_wait=settings.llm_timeout * 2 + 30,

@@ -104,6 +104,16 @@ async def test_the_standing_instructions_reach_the_draft_and_its_item(
     assert "- refund: Mention the 5-day processing time." in asked
     assert item.instructions == ["Always say when the money is back."]  # its category's
 
+    # read again for every draft: what the reviewers changed meanwhile reaches the next one
+    await guidance.write(
+        bus.js, Guidance(instructions=[Instruction(id=3, category="billing", text="Say sorry.")])
+    )
+    await send_event(bus, "T1013", "evt_2")
+    await eventually(lambda: count(bus, 2), timeout=20, message="the second draft")
+    asked = fake_llm.requests[1]["messages"][-1]["content"]
+    assert "- billing: Say sorry." in asked
+    assert "money is back" not in asked
+
 
 async def test_a_remembered_example_expires_after_the_archive_period(tmp_path: Path) -> None:
     from services.drafter import memory
