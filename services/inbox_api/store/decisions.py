@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import func
+from sqlalchemy import func, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -213,19 +213,20 @@ def _decision_of(r: DecisionRow) -> Decision:
 
 def traceparent_of(engine: Engine, item_id: str) -> str | None:
     with Session(engine) as session:
-        row = session.get(ItemRow, item_id)
-        return row.traceparent if row else None
+        return session.exec(select(ItemRow.traceparent).where(ItemRow.id == item_id)).first()
 
 
 def mark_published(engine: Engine, thread: str, version: int) -> None:
-    with Session(engine, expire_on_commit=False) as session:
-        row = session.exec(
-            select(DecisionRow).where(DecisionRow.thread == thread, DecisionRow.version == version)
-        ).first()
-        if row is not None and not row.published:
-            row.published = True
-            session.add(row)
-            session.commit()
+    with engine.begin() as connection:
+        connection.execute(
+            update(DecisionRow)
+            .where(
+                col(DecisionRow.thread) == thread,
+                col(DecisionRow.version) == version,
+                col(DecisionRow.published).is_(False),
+            )
+            .values(published=True)
+        )
 
 
 def unpublished(engine: Engine, older_than: float) -> list[Decision]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import and_, or_, update
+from sqlalchemy import String, and_, bindparam, func, or_, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -19,6 +19,8 @@ from shared.inbox import InboxItem, Overdue, Withdrawal
 from . import search
 from .tables import ItemRow, NotificationRow, as_utc, now
 from .targets import Targets
+
+FINAL = ("sent", "failed")  # what became of an item that nothing after may change
 
 
 def project(
@@ -134,25 +136,48 @@ def supersede_older(engine: Engine, thread: str) -> None:
         connection.execute(stale)
 
 
+_ITEMS = ItemRow.__table__.c  # type: ignore[attr-defined]
+_STATUS_AND_RESULT = select(ItemRow.status, ItemRow.result).where(
+    ItemRow.id == bindparam("item_id")
+)
+_SET_RESULT = (
+    update(ItemRow)
+    .where(
+        col(ItemRow.id) == bindparam("item_id"),
+        # never from a final status to another
+        or_(col(ItemRow.status).not_in(FINAL), col(ItemRow.status) == bindparam("new_status")),
+    )
+    .values(
+        status=bindparam("new_status"),
+        result=bindparam("new_result", type_=_ITEMS.result.type),
+        withdrawn_reason=func.coalesce(bindparam("reason", type_=String), _ITEMS.withdrawn_reason),
+        updated_at=bindparam("at", type_=_ITEMS.updated_at.type),
+    )
+)
+
+
 def set_result(engine: Engine, item_id: str, status: str, result: dict[str, Any]) -> bool:
     """Record what became of an item (sent, failed, ignored, withdrawn); False if unknown.
 
-    A final status stays final: a late `item.withdrawn` never turns a sent reply back."""
-    with Session(engine, expire_on_commit=False) as session:
-        row = session.get(ItemRow, item_id)
-        if row is None:
+    A final status stays final: a late `item.withdrawn` never turns a sent reply back. (Two
+    columns read and one conditional UPDATE, each compiled once.)"""
+    with engine.begin() as connection:
+        found = connection.execute(_STATUS_AND_RESULT, {"item_id": item_id}).first()
+        if found is None:
             return False
-        if row.status == status and row.result == result:
+        if tuple(found) == (status, result):
             return True
-        if row.status in ("sent", "failed") and status != row.status:
-            return True
-        row.status = status
-        row.result = result
-        if status == "withdrawn":
-            row.withdrawn_reason = str(result.get("reason") or "") or row.withdrawn_reason
-        row.updated_at = now()
-        session.add(row)
-        session.commit()
+        reason = str(result.get("reason") or "") if status == "withdrawn" else ""
+        connection.execute(
+            _SET_RESULT,
+            {
+                "item_id": item_id,
+                "new_status": status,
+                "new_result": result,
+                "reason": reason or None,
+                "at": now(),
+            },
+        )
         return True
 
 

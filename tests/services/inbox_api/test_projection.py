@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from desk.natsserver import NatsServer
+from services.inbox_api import store
 from shared import subjects
 from shared.bus import Bus
+from shared.db import database_url, make_engine
 from tests.helpers import eventually
 from tests.inbox_items import draft_item, notify_item, publish_item
+from tests.postgres import fresh_schema, url_in
 from tests.services_running import ServiceProcess
 
 from .conftest import REVIEWER, write_credentials
@@ -70,3 +75,31 @@ async def test_replaying_the_whole_stream_yields_the_same_rows(
         assert [r["status"] for r in before] == ["superseded", "waiting", "sending", "waiting"]
     finally:
         second.stop()
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_what_became_of_an_item_is_recorded_and_a_final_one_stays(
+    database: str, tmp_path: Path
+) -> None:
+    with fresh_schema() if database == "postgresql" else contextlib.nullcontext("") as schema:
+        engine = make_engine(
+            url_in(schema) if schema else database_url(None, tmp_path / "var", "inbox")
+        )
+        try:
+            store.create_tables(engine)
+            assert store.project(engine, draft_item("T1"))
+            assert not store.set_result(engine, "T9~v1", "sent", {"key": "T9/r1"})  # unknown
+            late = {"reason": "the customer wrote again"}
+            assert store.set_result(engine, "T1~v1", "withdrawn", late)
+            item = store.get_item(engine, "T1~v1")
+            assert item is not None
+            assert (item["status"], item["withdrawn_reason"]) == ("withdrawn", late["reason"])
+            sent = {"key": "T1/r1/send_reply", "delivered": True}
+            assert store.set_result(engine, "T1~v1", "sent", sent)
+            assert store.set_result(engine, "T1~v1", "withdrawn", late)  # too late: stays sent
+            assert store.set_result(engine, "T1~v1", "failed", {"error": "x"})
+            item = store.get_item(engine, "T1~v1")
+            assert item is not None
+            assert (item["status"], item["result"]) == ("sent", sent)
+        finally:
+            engine.dispose()
