@@ -325,6 +325,8 @@ class Sender:
             if existing is not None and existing.delivery == "delivered":
                 await self._record_reply(existing)  # a crash may have come between the two
             if existing is None or existing.delivery in ("delivered", "failed", "withdrawn"):
+                if existing is not None and existing.item_id != row.item_id:
+                    await self._settled_by_another(row, existing)
                 OUTCOMES.labels("already_sent").inc()
                 raise BusinessReject(f"{key} was already sent", outcome="already_sent")
             row = existing  # pending or unknown: carry on delivering it
@@ -332,6 +334,32 @@ class Sender:
             OUTCOMES.labels("written").inc()
         if self.channel is not None:
             await self._deliver(row, item)
+
+    async def _settled_by_another(self, row: store.OutboxRow, settled: store.OutboxRow) -> None:
+        """An approved version of a round whose reply another version settled (a redraft
+        approved while the earlier version's reply went out): nothing is sent, and
+        `item.withdrawn` says so, so that the inbox shows why instead of waiting for a send."""
+        outcome = {"delivered": "went out", "failed": "failed", "withdrawn": "was withdrawn"}
+        reason = (
+            f"the reply to this round {outcome[settled.delivery]} already, as "
+            f"v{settled.version}: nothing more is sent for it"
+        )
+        result = _result(
+            ITEM_WITHDRAWN,
+            row.item_id,
+            row.ticket_id or row.thread,
+            {
+                "item_id": row.item_id,
+                "thread": row.thread,
+                "round": row.round,
+                "version": row.version,
+                "ticket_id": row.ticket_id,
+                "reason": reason,
+            },
+        )
+        await asyncio.to_thread(store.record, self.engine, None, result)
+        self.relay.wake()
+        log.warning("reply %s v%s not sent: %s", row.key, row.version, reason)
 
     async def _deliver(self, row: store.OutboxRow, item: store.ItemRow) -> None:
         """One attempt at the channel. Delivered or refused (4xx) settles the round; anything

@@ -243,6 +243,26 @@ async def test_a_superseded_decision_writes_nothing(bus: Bus, senders: Senders) 
     assert await results(bus) == []
 
 
+async def test_a_later_version_approved_after_its_rounds_reply_went_out_is_withdrawn_visibly(
+    bus: Bus, senders: Senders
+) -> None:
+    """v2 approved and sent; v3 of the same round (a redraft made meanwhile) approved too: one
+    reply for the round, and v3 ends as withdrawn, saying why, not waiting for a send."""
+    senders.start()
+    v2, v3 = draft_item("T1031", 2), draft_item("T1031", 3, reply="Hello again")
+    await publish_item(bus, v2)
+    await publish_decision(bus, v2, "accept")
+    await eventually(lambda: results(bus, "reply.sent"), timeout=15, message="v2 sent")
+    await publish_item(bus, v3)
+    await publish_decision(bus, v3, "accept")
+    await eventually(lambda: results(bus, "item.withdrawn"), timeout=15, message="v3 withdrawn")
+    [withdrawn] = await results(bus, "item.withdrawn")
+    assert data(withdrawn)["item_id"] == "T1031~v3"
+    assert "went out already, as v2" in data(withdrawn)["reason"]
+    assert [data(r)["version"] for r in await results(bus, "reply.sent")] == [2]
+    assert [(r.version, r.delivery) for r in senders.outbox()] == [(2, "delivered")]
+
+
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])
 async def test_two_sender_processes_racing_on_one_key_write_one_row(
     bus: Bus, senders: Senders, database: str
