@@ -16,9 +16,9 @@ with a file store and measures, with the same pre-generated requests, generator 
   answering 202 after the PubAck; then exactly-once: the stream holds N messages, and 1,000
   of the requests sent again answer `duplicate: true` and store nothing.
 
-The machine is shared, so the three are interleaved: the N requests are cut into `rounds`
-slices, and each round measures bare, ingress and broker on its slice (in a rotating order).
-A burst of load from elsewhere then hits all three alike, and the ratios hold.
+The machine is shared, so the four are interleaved: the N requests are cut into `rounds`
+slices, and each round measures all four on its slice (in a rotating order).
+A burst of load from elsewhere then hits all four alike, and the ratios hold.
 
     python -m benchmarks.ingress [--requests N] [--connections 64] [--json PATH]
 
