@@ -42,7 +42,17 @@ class Relay:
             self._periodic.wake()
 
     async def publish_pending(self) -> int:
-        published = 0
+        """Publish what waits, oldest first, then mark it published in one transaction (a crash
+        in between publishes it again under the same id: the broker's duplicate window and
+        every subscriber's ledger make that a no-op)."""
+        published: list[str] = []
+        try:
+            await self._publish(published)
+        finally:
+            await asyncio.to_thread(store.mark_published, self.engine, published)
+        return len(published)
+
+    async def _publish(self, published: list[str]) -> None:
         for row in await asyncio.to_thread(store.pending_results, self.engine):
             envelope = Envelope(
                 id=row.id,
@@ -57,7 +67,5 @@ class Relay:
                     await self.bus.publish_envelope(subjects.result(row.type), envelope)
             except (TransientError, PermanentError) as exc:
                 log.warning("result %s not published yet: %s", row.id, exc)
-                return published
-            await asyncio.to_thread(store.mark_published, self.engine, row.id)
-            published += 1
-        return published
+                return
+            published.append(row.id)

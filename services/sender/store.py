@@ -13,7 +13,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import JSON, Column, DateTime
+from sqlalchemy import JSON, Column, DateTime, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col, func, select
 
@@ -230,13 +230,13 @@ def pending_results(engine: Engine, limit: int = 100) -> list[ResultRow]:
         return list(rows)
 
 
-def mark_published(engine: Engine, result_id: str) -> None:
-    with Session(engine, expire_on_commit=False) as session:
-        row = session.get(ResultRow, result_id)
-        if row is not None and not row.published:
-            row.published = True
-            session.add(row)
-            session.commit()
+def mark_published(engine: Engine, result_ids: list[str]) -> None:
+    """The relay's pass published these: one UPDATE for all of them."""
+    if not result_ids:
+        return
+    table = ResultRow.__table__  # type: ignore[attr-defined]
+    with engine.begin() as connection:
+        connection.execute(update(table).where(table.c.id.in_(result_ids)).values(published=True))
 
 
 def outbox_rows(engine: Engine) -> list[OutboxRow]:

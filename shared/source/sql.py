@@ -175,6 +175,8 @@ _MESSAGES_OF_TICKET = (
     .order_by(_MESSAGES.seq)
 )
 
+_MESSAGE_EXISTS = core_select(_MESSAGES.id).where(_MESSAGES.id == bindparam("id"))
+
 
 def _read(connection: Connection, ticket_id: str) -> Ticket:
     """One ticket with its conversation, oldest message first."""
@@ -342,12 +344,15 @@ class SqlSource:
             raise ValueError(f"author must be one of {', '.join(get_args(AuthorKind))}")
         if not body.strip():
             raise ValueError("the message body is empty")
+
+        def add(session: Session) -> tuple[Ticket, Message]:
+            row = self._append(session, ticket_id, body, author, author_name)
+            return self._get(session, ticket_id), _message(row)
+
         attempts = 5  # two writers may pick the same next seq: the loser tries the next one
         while True:
             try:
-                return self._session(
-                    lambda s: self._add_message(s, ticket_id, body, author, author_name)
-                )
+                return self._session(add)
             except TransientError as exc:
                 attempts -= 1
                 if attempts == 0 or not isinstance(exc.__cause__, IntegrityError):
@@ -402,9 +407,9 @@ class SqlSource:
         True if this call added it; False if it was there already."""
 
         def work(session: Session) -> bool:
-            if session.get(MessageRow, message_id) is not None:
+            if session.execute(_MESSAGE_EXISTS, {"id": message_id}).first() is not None:
                 return False
-            self._add_message(session, ticket_id, body, "agent", author_name, message_id)
+            self._append(session, ticket_id, body, "agent", author_name, message_id)
             return True
 
         attempts = 5
@@ -416,7 +421,7 @@ class SqlSource:
                 if attempts == 0 or not isinstance(exc.__cause__, IntegrityError):
                     raise
 
-    def _add_message(
+    def _append(
         self,
         session: Session,
         ticket_id: str,
@@ -424,7 +429,8 @@ class SqlSource:
         author: AuthorKind,
         author_name: str | None,
         message_id: str | None = None,
-    ) -> tuple[Ticket, Message]:
+    ) -> MessageRow:
+        """The message stored and the ticket's status and `updated_at` moved on, committed."""
         ticket = self._locked(session, ticket_id)
         last = session.exec(
             select(func.max(MessageRow.seq)).where(MessageRow.ticket_id == ticket_id)
@@ -454,7 +460,7 @@ class SqlSource:
         ticket.updated_at = stamp
         session.add(ticket)
         session.commit()
-        return self._get(session, ticket_id), _message(row)
+        return row
 
     def _list(
         self,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
+from sqlalchemy.engine import Engine
 
 from desk.helpdesk import ensure_demo
 from desk.natsserver import NatsServer
@@ -17,6 +18,8 @@ from shared.db import database_url, make_engine
 from shared.envelope import Envelope
 from tests.helpers import messages
 from tests.services_running import ServiceProcess
+
+T = TypeVar("T")
 
 SECRET = "whsec_c2VuZGVyLWNoYW5uZWwtc2VjcmV0LTMyYnl0ZXM="
 
@@ -54,20 +57,21 @@ class Senders:
         return process
 
     def outbox(self) -> list[store.OutboxRow]:
-        engine = make_engine(
-            database_url(self.env.get("DESK_DATABASE_URL"), self.root / "var", "sender")
-        )
-        try:
-            return store.outbox_rows(engine)
-        finally:
-            engine.dispose()
+        return self._read(store.outbox_rows)
+
+    def unpublished(self) -> list[store.ResultRow]:
+        """Result events the relay has not marked published."""
+        return self._read(store.pending_results)
 
     def audit(self) -> list[store.AuditRow]:
+        return self._read(store.audit_rows)
+
+    def _read(self, query: Callable[[Engine], T]) -> T:
         engine = make_engine(
             database_url(self.env.get("DESK_DATABASE_URL"), self.root / "var", "sender")
         )
         try:
-            return store.audit_rows(engine)
+            return query(engine)
         finally:
             engine.dispose()
 
