@@ -43,6 +43,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from sqlmodel import Session
 
 from chaos.harness.stack import SERVICES, launch_stack, stop_stack
+from desk.process import free_port
 from desk.webhook import signed_headers
 from shared import subjects
 from shared.bus import Bus
@@ -50,7 +51,7 @@ from shared.source.events import ticket_event
 from shared.source.sql import SqlSource, TicketRow
 
 from .loadgen import percentile
-from .processes import ROOT, cpu_seconds, rss_mib
+from .processes import ROOT, Child, cpu_seconds, rss_mib
 
 DEFAULT_JSON = ROOT / "var" / "bench" / "pipeline.json"
 FIRST_TICKET = 500_000  # bench tickets are T500000…, far from the demo helpdesk's
@@ -302,6 +303,7 @@ class Rig:
     state: dict[str, Any]
     creds: dict[str, Any]
     helpdesk_url: str
+    replicas: dict[str, list[Child]] = field(default_factory=dict)  # beyond the supervisor's
 
     @property
     def ingress(self) -> str:
@@ -322,12 +324,37 @@ class Rig:
         """CPU seconds used so far by each service, the broker (every node) and this process
         (the load generator and the poller of the inbox API, on the same machine)."""
         used = {
-            name: cpu_seconds(int(self.state["services"][name]["pid"] or 0)) for name in SERVICES
+            name: cpu_seconds(int(self.state["services"][name]["pid"] or 0))
+            + sum(cpu_seconds(child.pid) for child in self.replicas.get(name, ()))
+            for name in SERVICES
         }
         nodes = [int(n["pid"]) for n in self.state.get("nats_nodes", []) if n.get("pid")]
         used["nats-server"] = sum(cpu_seconds(pid) for pid in nodes)
         used["load generator"] = time.process_time()
         return used
+
+
+def replica(rig: Rig, name: str, index: int) -> Child:
+    """One more process of service `name`, configured as the supervisor configures its own."""
+    ops_port = free_port()  # drafter and sender have no public routes: health and metrics only
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
+    env.update(STACK_SETTINGS)
+    env.update(
+        {
+            "DESK_NATS_URL": rig.state["nats_url"],
+            "DESK_NATS_USER": name,
+            "DESK_NATS_PASSWORD": rig.creds["nats_passwords"][name],
+            "DESK_HTTP_HOST": "127.0.0.1",
+            "DESK_OPS_PORT": str(ops_port),
+            "DESK_VAR_DIR": str(rig.var),
+            "DESK_PROVISION": "false",
+            "DESK_INBOX_URL": rig.inbox,
+        }
+    )
+    child = Child(["desk", name], env, rig.var / "log" / f"{name}-{index}.log")
+    child.start(f"http://127.0.0.1:{ops_port}/readyz", timeout=60)
+    rig.replicas.setdefault(name, []).append(child)
+    return child
 
 
 def cpu_per(before: dict[str, float], after: dict[str, float], count: int) -> dict[str, float]:
@@ -478,7 +505,18 @@ async def decisions_phase(s: Phases, tickets: set[str]) -> dict[str, Any]:
     return report
 
 
-async def measure(rig: Rig, events: int, latency_events: int, rate: float) -> dict[str, Any]:
+async def measure(
+    rig: Rig, events: int, latency_events: int, rate: float, drafters: int = 1
+) -> dict[str, Any]:
+    extra = [replica(rig, "drafter", i) for i in range(2, drafters + 1)]
+    try:
+        return await _measure(rig, events, latency_events, rate)
+    finally:
+        for child in extra:
+            child.stop()
+
+
+async def _measure(rig: Rig, events: int, latency_events: int, rate: float) -> dict[str, Any]:
     lat_tickets = add_tickets(rig.helpdesk_url, FIRST_TICKET, latency_events)
     thr_tickets = add_tickets(rig.helpdesk_url, FIRST_TICKET + latency_events, events)
     report: dict[str, Any] = {}
@@ -573,13 +611,21 @@ def run(
     rate: float = 50.0,
     json_path: Path | None = DEFAULT_JSON,
     keep: bool = False,
+    drafters: int = 1,
 ) -> dict[str, Any]:
     started = time.monotonic()
     report: dict[str, Any] = {
         "machine": {"cores": os.cpu_count(), "python": platform.python_version()},
-        "settings": {"events": events, "latency_events": latency_events, "rate": rate},
+        "settings": {
+            "events": events,
+            "latency_events": latency_events,
+            "rate": rate,
+            "drafters": drafters,
+        },
     }
-    report.update(run_with_stack(lambda rig: measure(rig, events, latency_events, rate), keep=keep))
+    report.update(
+        run_with_stack(lambda rig: measure(rig, events, latency_events, rate, drafters), keep=keep)
+    )
     alone = report["graph_alone"]["events_per_s"]
     report["pipeline_vs_graph"] = round(report["throughput"]["events_per_s"] / alone, 2)
     report["wall_seconds"] = round(time.monotonic() - started, 1)
@@ -598,7 +644,7 @@ def table(report: dict[str, Any]) -> str:
     )
     rows = [
         f"pipeline on {report['machine']['cores']} cores (offline draft model, SQLite, "
-        "sync_interval: always)",
+        f"sync_interval: always, {report['settings'].get('drafters', 1)} drafter process(es))",
         f"  {'graph alone':<28} {g['events_per_s']:>8} events/s  ({g['ms_per_event']} ms/event)",
         f"  {'events → visible':<28} {t['events_per_s']:>8} events/s  "
         f"p50 {t['p50_ms']} p95 {t['p95_ms']} p99 {t['p99_ms']} ms  "
@@ -637,8 +683,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=50.0)
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument(
+        "--drafters", type=int, default=1, help="drafter processes sharing its consumers"
+    )
     args = parser.parse_args(argv)
-    report = run(args.events, args.latency_events, args.rate, args.json, args.keep)
+    report = run(args.events, args.latency_events, args.rate, args.json, args.keep, args.drafters)
     print(table(report))
     return 0
 

@@ -23,17 +23,16 @@ from typing import Any
 
 import httpx
 
-from desk.process import free_port
 from shared import subjects
 from shared.bus import Bus
 
 from .pipeline import (
     FIRST_TICKET,
-    STACK_SETTINGS,
     Rig,
     add_tickets,
     decide_all,
     log,
+    replica,
     run_with_stack,
     send_all,
     signed_requests,
@@ -41,31 +40,10 @@ from .pipeline import (
     stamps,
     waiting_items,
 )
-from .processes import ROOT, Child
+from .processes import ROOT
 
 DEFAULT_JSON = ROOT / "var" / "bench" / "scaleout.json"
 SCALED = ("drafter", "sender")
-
-
-def replica(rig: Rig, name: str, index: int) -> Child:
-    """One more process of service `name`, configured as the supervisor configures its own."""
-    ops_port = free_port()  # drafter and sender have no public routes: health and metrics only
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
-    env.update(STACK_SETTINGS)
-    env.update(
-        {
-            "DESK_NATS_URL": rig.state["nats_url"],
-            "DESK_NATS_USER": name,
-            "DESK_NATS_PASSWORD": rig.creds["nats_passwords"][name],
-            "DESK_HTTP_HOST": "127.0.0.1",
-            "DESK_OPS_PORT": str(ops_port),
-            "DESK_VAR_DIR": str(rig.var),
-            "DESK_PROVISION": "false",
-            "DESK_INBOX_URL": rig.inbox,
-        }
-    )
-    child = Child(["desk", name], env, rig.var / "log" / f"{name}-{index}.log")
-    return child.start(f"http://127.0.0.1:{ops_port}/readyz", timeout=60)
 
 
 async def measure(rig: Rig, events: int, replicas: int) -> dict[str, Any]:
