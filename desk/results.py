@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
+import signal
 import sys
 from typing import Any
 
 import nats.errors as nats_errors
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from nats.js.client import JetStreamContext
 
 from shared import subjects
 from shared.bus import Bus, NatsAuth, without_credentials
@@ -48,7 +49,13 @@ async def tail(
         print(f"desk results tail: {exc} ({without_credentials(nats_url)})", file=sys.stderr)
         return 1
     seen = 0
-    sub: JetStreamContext.PullSubscription | None = None
+    # Ctrl-C (or SIGTERM) sets `stop` rather than cancelling the task: a cancel that lands as
+    # a fetch's 1 s timeout expires is lost inside nats-py's next_msg (asyncio.wait_for on
+    # Python 3.11), and the tail went on as if nothing had been pressed.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
     try:
         config = ConsumerConfig(
             ack_policy=AckPolicy.EXPLICIT,
@@ -59,9 +66,9 @@ async def tail(
             subjects.ALL_RESULTS, durable=durable, stream=subjects.RESULTS, config=config
         )
         waited = 0.0
-        while count == 0 or seen < count:
+        while (count == 0 or seen < count) and not stop.is_set():
             try:
-                msgs = await sub.fetch(10, timeout=1.0)
+                msgs = await _fetch(sub, stop)
             except (TimeoutError, nats_errors.TimeoutError):
                 waited += 1.0
                 if idle and waited >= idle:
@@ -79,13 +86,30 @@ async def tail(
                 if count and seen >= count:
                     break
     finally:
-        # Ctrl-C lands here too (as a cancel): an open pull subscription would make closing
-        # drain it, which waits out drain_timeout (30 s) and makes Ctrl-C look ignored.
-        if sub is not None:
-            with contextlib.suppress(Exception):
-                await sub.unsubscribe()
-        await bus.close()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+        # a drain would wait on the pull subscription (drain_timeout, 30 s) and make Ctrl-C
+        # look ignored; the acks are flushed, and nothing else is owed
+        await bus.close(drain=False)
     return 0
+
+
+async def _fetch(sub: JetStreamContext.PullSubscription, stop: asyncio.Event) -> list[Msg]:
+    """Up to 10 events within a second, or none once `stop` is set (what a fetch cut short
+    had received is not acked: a durable consumer delivers it again)."""
+    fetching = asyncio.ensure_future(sub.fetch(10, timeout=1.0))
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({fetching, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+    if not fetching.done():
+        fetching.cancel()
+        await asyncio.wait({fetching})
+        if not fetching.cancelled():
+            fetching.exception()  # retrieved: a fetch that ended otherwise is not an error now
+        return []
+    return fetching.result()
 
 
 def main(args: argparse.Namespace, nats_url: str, auth: NatsAuth) -> int:

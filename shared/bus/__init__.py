@@ -352,11 +352,19 @@ class Bus:
             await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, 1.0)
 
-    async def close(self) -> None:
-        """Drain subscriptions and flush pending publishes, then close."""
+    async def close(self, *, drain: bool = True) -> None:
+        """Drain subscriptions and flush pending publishes, then close. `drain=False` flushes
+        what was published (acks included) and closes at once, whatever the subscriptions
+        still hold: for a command stopped by Ctrl-C, where a pull subscription's drain waits
+        for messages nothing will fetch any more (nats-py: up to `drain_timeout`)."""
         if self.nc.is_closed:
             return
         self.closing = True
+        if not drain:
+            with contextlib.suppress(TimeoutError, nats_errors.Error, OSError):
+                await self.nc.flush(timeout=2)
+            await self.nc.close()
+            return
         try:
             await self.nc.drain()
         except (TimeoutError, nats_errors.Error, OSError) as exc:
