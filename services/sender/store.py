@@ -234,9 +234,10 @@ def mark_published(engine: Engine, result_ids: list[str]) -> None:
     """The relay's pass published these: one UPDATE for all of them."""
     if not result_ids:
         return
-    table = ResultRow.__table__  # type: ignore[attr-defined]
     with engine.begin() as connection:
-        connection.execute(update(table).where(table.c.id.in_(result_ids)).values(published=True))
+        connection.execute(
+            update(ResultRow).where(col(ResultRow.id).in_(result_ids)).values(published=True)
+        )
 
 
 def outbox_rows(engine: Engine) -> list[OutboxRow]:
