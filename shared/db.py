@@ -127,8 +127,11 @@ def make_engine(url: str) -> Engine:
             private_sqlite_file(path)
     elif url.startswith("postgresql"):
         connect_args = {"connect_timeout": 5}
-    engine = create_engine(url, connect_args=connect_args, pool_pre_ping=True)
-    if url.startswith("sqlite"):
+    # A server restart drops pooled connections: each checkout pings first. A SQLite file has
+    # no connection to lose, and the ping would be one more statement per transaction.
+    sqlite = url.startswith("sqlite")
+    engine = create_engine(url, connect_args=connect_args, pool_pre_ping=not sqlite)
+    if sqlite:
 
         @event.listens_for(engine, "connect")
         def _wal(dbapi_connection: Any, _record: Any) -> None:

@@ -15,6 +15,7 @@ from shared.bus import Bus
 from shared.streams import Topology, provision
 from standins.channel import FakeChannel
 from standins.llm import FakeLLM
+from tests import services_running
 from tests.imapserver import imap_server
 
 __all__ = ["bus", "fake_channel", "fake_llm", "imap_server", "nats_server"]
@@ -22,6 +23,14 @@ __all__ = ["bus", "fake_channel", "fake_llm", "imap_server", "nats_server"]
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable: file order kept
+
+
+@pytest.fixture(autouse=True)
+def _no_service_outlives_its_test() -> Iterator[None]:
+    """A test that fails half-way leaves no service process behind to load the machine."""
+    yield
+    while services_running.STARTED:
+        services_running.STARTED.pop().kill()
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import httpx
 from desk.process import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
+STARTED: list[ServiceProcess] = []  # killed after each test (tests/conftest.py) if still running
 
 
 class ServiceProcess:
@@ -51,6 +52,7 @@ class ServiceProcess:
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
+        STARTED.append(self)
         self.wait("/readyz" if ready else "/healthz", timeout)
         return self
 

@@ -21,6 +21,7 @@ from .tables import ItemRow, NotificationRow, as_utc, now
 from .targets import Targets
 
 FINAL = ("sent", "failed")  # what became of an item that nothing after may change
+_ITEMS = ItemRow.__table__.c  # type: ignore[attr-defined]
 
 
 def project(
@@ -76,12 +77,17 @@ def project(
         )
         session.add(stored)
         search.add(session, stored)  # its text, for the list's search
+        one_writer = engine.dialect.name == "sqlite"
         try:
+            if one_writer:  # the insert holds the write lock: every committed version is seen
+                session.flush()
+                session.connection().execute(_STALE, {"of_thread": item.thread, "at": stored_at})
             session.commit()
         except IntegrityError:  # another replica stored it a moment ago
             session.rollback()
             return False
-    supersede_older(engine, item.thread)
+    if not one_writer:
+        supersede_older(engine, item.thread)
     return True
 
 
@@ -101,26 +107,23 @@ def _round_started(session: Session, item: InboxItem) -> dt.datetime:
     return as_utc(waiting_since) or as_utc(created_at) or item.created_at
 
 
-def supersede_older(engine: Engine, thread: str) -> None:
+def _stale() -> Any:
     """Every version but the newest that still waits (or waits for its redraft) is superseded,
     and so is one of the newest's round that was accepted too late: the drafter and the sender
     refuse a decision on an older version of a round, so no result would ever end it (if the
-    sender did act on it first, its result replaces this status).
-
-    Run after each insert, in its own transaction, so whichever of two concurrent inserts
-    commits last sees both rows. One statement: the newest version and its round are read by
-    it, not loaded first."""
+    sender did act on it first, its result replaces this status). One statement, compiled once:
+    the newest version and its round are read by it, not loaded first."""
     newest = (
         select(ItemRow.version, ItemRow.round)
-        .where(ItemRow.thread == thread)
+        .where(col(ItemRow.thread) == bindparam("of_thread"))
         .order_by(col(ItemRow.version).desc())
         .limit(1)
         .subquery()
     )
-    stale = (
+    return (
         update(ItemRow)
         .where(
-            col(ItemRow.thread) == thread,
+            col(ItemRow.thread) == bindparam("of_thread"),
             col(ItemRow.version) < select(newest.c.version).scalar_subquery(),
             or_(
                 col(ItemRow.status).in_(("waiting", "redrafting")),
@@ -130,13 +133,23 @@ def supersede_older(engine: Engine, thread: str) -> None:
                 ),
             ),
         )
-        .values(status="superseded", updated_at=now())
+        .values(status="superseded", updated_at=bindparam("at", type_=_ITEMS.updated_at.type))
     )
+
+
+_STALE = _stale()
+
+
+def supersede_older(engine: Engine, thread: str) -> None:
+    """Supersede what a newer version of `thread` replaced (`_STALE`), in a transaction of its
+    own: run after each insert has committed, so whichever of two concurrent inserts commits
+    last sees both rows (on PostgreSQL a transaction does not see another's uncommitted row;
+    on SQLite `project` runs it inside the insert's transaction instead, which holds the one
+    write lock and so sees every committed version)."""
     with engine.begin() as connection:
-        connection.execute(stale)
+        connection.execute(_STALE, {"of_thread": thread, "at": now()})
 
 
-_ITEMS = ItemRow.__table__.c  # type: ignore[attr-defined]
 _STATUS_AND_RESULT = select(ItemRow.status, ItemRow.result).where(
     ItemRow.id == bindparam("item_id")
 )

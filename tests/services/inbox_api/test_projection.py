@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy.engine import Engine
 
 from desk.natsserver import NatsServer
 from services.inbox_api import store
 from shared import subjects
 from shared.bus import Bus
 from shared.db import database_url, make_engine
+from shared.inbox import InboxItem
 from tests.helpers import eventually
 from tests.inbox_items import draft_item, notify_item, publish_item
 from tests.postgres import fresh_schema, url_in
@@ -101,5 +106,39 @@ def test_what_became_of_an_item_is_recorded_and_a_final_one_stays(
             item = store.get_item(engine, "T1~v1")
             assert item is not None
             assert (item["status"], item["result"]) == ("sent", sent)
+        finally:
+            engine.dispose()
+
+
+def store_one(start: threading.Barrier, engine: Engine, item: InboxItem) -> bool:
+    start.wait(timeout=10)  # all at the same moment
+    return store.project(engine, item)
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_versions_stored_at_once_in_any_order_leave_only_the_newest_waiting(
+    database: str, tmp_path: Path
+) -> None:
+    """Replicas of the projection may store versions of one conversation at the same moment,
+    and older ones last: whatever the interleaving, only the newest is left to decide."""
+    with fresh_schema() if database == "postgresql" else contextlib.nullcontext("") as schema:
+        engine = make_engine(
+            url_in(schema) if schema else database_url(None, tmp_path / "var", "inbox")
+        )
+        try:
+            store.create_tables(engine)
+            for trial in range(40):  # the race a wrong order loses shows within a few
+                thread = f"T{trial}"
+                versions = [draft_item(thread, v) for v in (1, 2, 3, 4, 5, 6)]
+                random.Random(trial).shuffle(versions)
+                start = threading.Barrier(len(versions))
+                with ThreadPoolExecutor(len(versions)) as pool:
+                    stored = pool.map(store_one, [start] * 6, [engine] * 6, versions)
+                    assert all(stored)
+                statuses = {
+                    v: (store.get_item(engine, f"{thread}~v{v}") or {}).get("status")
+                    for v in (1, 2, 3, 4, 5, 6)
+                }
+                assert statuses == {**dict.fromkeys((1, 2, 3, 4, 5), "superseded"), 6: "waiting"}
         finally:
             engine.dispose()
