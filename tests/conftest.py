@@ -27,9 +27,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def _no_service_outlives_its_test() -> Iterator[None]:
-    """A test that fails half-way leaves no service process behind to load the machine."""
+    """A test that fails half-way leaves no service process it started behind to load the
+    machine (one a module's fixture shares is started before this, and left to that fixture)."""
+    before = len(services_running.STARTED)
     yield
-    while services_running.STARTED:
+    while len(services_running.STARTED) > before:
         services_running.STARTED.pop().kill()
 
 
