@@ -193,5 +193,18 @@ def wait_quiescent(run: Run, admin_url: str, started: float) -> bool:
         if stable >= SETTLE_SECONDS and (complete or stable >= MISSING_GRACE):
             log(f"quiescent after {time.monotonic() - started:.0f}s")
             return True
-    log("deadline passed before the system was quiescent")
+    waiting = [
+        name
+        for name, done in (
+            ("the workload", run.sending_done),
+            ("the faults", run.faults_done),
+            ("the conversation steps", run.conversations_done),
+            ("the stale scans", run.scans_done),
+        )
+        if not done.is_set()
+    ]
+    log(
+        "deadline passed before the system was quiescent"
+        + (f"; still running: {', '.join(waiting)}" if waiting else "")
+    )
     return False

@@ -4,6 +4,7 @@ steps, the stale scans and the faults side by side, wait until quiescent, report
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import random
 import sys
 import tempfile
@@ -61,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(args: argparse.Namespace, database_url: str | None) -> int:
     started = time.monotonic()
+    # a run that overstays its deadline (a hung report or teardown) says where every thread is
+    faulthandler.dump_traceback_later(args.deadline + 60, exit=False, file=sys.stderr)
     var = Path(tempfile.mkdtemp(prefix="desk-chaos-"))
     rng = random.Random(args.seed)
     ops = plan(args.events, rng)
@@ -115,5 +118,6 @@ def _main(args: argparse.Namespace, database_url: str | None) -> int:
     finally:
         run.stop.set()
         tear_down(stack, channel, llm, var, keep=args.keep or not ok)
+    faulthandler.cancel_dump_traceback_later()
     print("chaos: OK" if ok else "chaos: FAILED", flush=True)
     return 0 if ok else 1

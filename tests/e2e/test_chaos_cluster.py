@@ -13,13 +13,14 @@ import pytest
 
 from chaos import postgres
 
-from .test_chaos import run_small
+from .test_chaos import DEADLINE, run_small
 
 pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
 NO_POSTGRES = postgres.answers()
 
 
+@pytest.mark.timeout(DEADLINE + 120)
 @pytest.mark.parametrize(
     "variant",
     [["--cluster"] if NO_POSTGRES else ["--cluster", "--postgres"]],
