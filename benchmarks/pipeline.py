@@ -110,14 +110,20 @@ def add_tickets(url: str, first: int, count: int) -> list[TicketRow]:
 async def graph_alone(helpdesk_url: str, tickets: list[str], work_dir: Path) -> dict[str, Any]:
     """The drafter's graph, compiled once, from invoke to interrupt for each ticket in a row."""
     from langchain_core.runnables import RunnableConfig
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    from services.drafter import DURABILITY, Deps, OfflineDraftModel, Work, build_graph
+    from services.drafter import (
+        DURABILITY,
+        Deps,
+        OfflineDraftModel,
+        Work,
+        build_graph,
+        sqlite_checkpoints,
+    )
 
     source = SqlSource(helpdesk_url)
     deps = Deps(source=source, model=OfflineDraftModel())
     path = work_dir / "graph-alone-checkpoints.sqlite"
-    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+    with sqlite_checkpoints(str(path)) as saver:  # the drafter's own
         graph = build_graph().compile(checkpointer=saver)
         trigger = {"source": "helpdesk", "type": "ticket.created", "event_id": "bench"}
         started = time.perf_counter()

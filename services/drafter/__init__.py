@@ -5,7 +5,8 @@ may use of it is `__all__` (tests/test_layout.py holds desk/, chaos/ and benchma
 graph and what it runs with, for the benchmark that times the graph alone.
 
 - `build_graph()`: the graph's builder (compile it with a checkpointer); `DURABILITY`, how
-  the drafter runs it (LangGraph's durability mode).
+  the drafter runs it (LangGraph's durability mode); `sqlite_checkpoints(path)`, the
+  checkpointer it runs with on SQLite.
 - `Deps`: what the graph's nodes are given (`context=`): the helpdesk source and the model.
 - `OfflineDraftModel`: the built-in model used when no endpoint is configured.
 - `Work`: one work item as the graph sees it; `Work(...).start()` is the input of a new round.
@@ -18,6 +19,7 @@ the retriever `DESK_KNOWLEDGE_RETRIEVER` names (`retriever_of`).
 
 from .graph import DURABILITY, Deps, build_graph
 from .knowledge import Knowledge, retriever_of
+from .lite import sqlite_checkpoints
 from .model import make_model, output_for
 from .offline import OfflineDraftModel
 from .prompt import query
@@ -36,5 +38,6 @@ __all__ = [  # noqa: RUF022 (sorted as tests/test_layout.py checks: plain sorted
     "output_for",
     "query",
     "retriever_of",
+    "sqlite_checkpoints",
     "write",
 ]

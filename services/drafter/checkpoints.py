@@ -107,19 +107,17 @@ async def open_storage(
         finally:
             await pool.close()
         return
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-    from langgraph.store.sqlite.aio import AsyncSqliteStore
+    from .lite import sqlite_checkpoints, sqlite_memory
 
     # threads hold the tickets' text: a private directory, a 0600 file before SQLite opens it
     private = private_dir(Path(var_dir))
     path = private_sqlite_file(private / "drafter-checkpoints.sqlite")
     memory = private_sqlite_file(private / "drafter-memory.sqlite")
-    async with (
-        AsyncSqliteSaver.from_conn_string(str(path)) as saver,
-        AsyncSqliteStore.from_conn_string(str(memory), ttl=_ttl(keep_days)) as lite,
+    with (
+        sqlite_checkpoints(str(path)) as saver,
+        sqlite_memory(str(memory), _ttl(keep_days)) as lite,  # set up, swept on its thread
     ):
-        # the tables now, not at the first checkpoint: the prune pass reads them
-        await saver.setup()
-        await lite.setup()
-        async with _swept(lite):
-            yield Storage(saver, lite)
+        await (
+            saver.asetup()
+        )  # the tables now, not at the first checkpoint: the prune pass reads them
+        yield Storage(saver, lite)

@@ -37,6 +37,7 @@ from shared.errors import TransientError
 from shared.ledger import Ledger
 
 from . import metrics
+from .lite import SqliteCheckpoints
 
 log = logging.getLogger(__name__)
 
@@ -142,14 +143,17 @@ class Retention:
                 yield thread
 
     async def _page(self, mark: str, after: str, many: bool) -> list[tuple[str, str]]:
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
         more = " AND COUNT(*) > 1" if many else ""
         saver: Any = self.saver
-        if isinstance(saver, AsyncSqliteSaver):  # one connection, shared under its lock
+        if isinstance(saver, SqliteCheckpoints):  # one connection, on its thread, under its lock
             query = _OLD_THREADS.format(p="?", more=more, limit=self.batch)
-            async with saver.lock, saver.conn.execute(query, (mark, after)) as cur:
-                return [(row[0], row[1]) for row in await cur.fetchall()]
+
+            def page() -> list[tuple[str, str]]:
+                with saver.lock:
+                    rows = saver.conn.execute(query, (mark, after)).fetchall()
+                return [(row[0], row[1]) for row in rows]
+
+            return await saver.run(page)
         async with saver.conn.connection() as pg:  # AsyncPostgresSaver: its pool
             query = _OLD_THREADS.format(p="%s", more=more, limit=self.batch)
             cur = await pg.execute(query, (mark, after))
@@ -194,13 +198,14 @@ class Retention:
         """Only the newest checkpoint stays: the one every later run starts from (with the
         pending writes of a draft waiting for its decision); LangGraph's own `keep_latest` on
         PostgreSQL."""
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
         saver: Any = self.saver
-        if isinstance(saver, AsyncSqliteSaver):
-            async with saver.lock:
-                for statement in _COMPACT_SQLITE:
-                    await saver.conn.execute(statement, (thread, newest))
-                await saver.conn.commit()
+        if isinstance(saver, SqliteCheckpoints):
+
+            def compact() -> None:
+                with saver.lock, saver.conn:  # one transaction, committed at the end
+                    for statement in _COMPACT_SQLITE:
+                        saver.conn.execute(statement, (thread, newest))
+
+            await saver.run(compact)
             return
         await saver.aprune([thread], strategy="keep_latest")

@@ -106,3 +106,79 @@ async def test_threads_go_on_after_postgresql_dropped_every_connection(
         assert ready["checks"]["database"] is True, ready
     finally:
         harness.stop_all()
+
+
+async def test_sqlite_threads_saved_by_langgraphs_async_saver_go_on_and_runs_overlap(
+    tmp_path: Path,
+) -> None:
+    """The SQLite checkpointer is LangGraph's own tables and rows, one thread per saver: a
+    thread an earlier drafter saved through `AsyncSqliteSaver` is read and resumed as it was,
+    and sixteen runs at once each stop at their own review with their own ticket."""
+    import asyncio
+    import sqlite3
+
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.types import Command
+
+    from desk.helpdesk import ensure_demo
+    from services.drafter import DURABILITY, Deps, OfflineDraftModel, Work, build_graph
+    from services.drafter.checkpoints import open_storage
+    from shared.source.sql import SqlSource
+
+    helpdesk = f"sqlite:///{tmp_path / 'helpdesk.sqlite'}"
+    ensure_demo(helpdesk)
+    source = SqlSource(helpdesk)
+    deps = Deps(source=source, model=OfflineDraftModel())
+    trigger = {"source": "helpdesk", "type": "ticket.created", "event_id": "evt"}
+    open_ = (2, 3, 4, 5, 7, 9, 10, 12, 13, 14, 15, 17, 19, 20, 21, 22)  # demo tickets awaiting us
+    tickets = [f"T{1000 + n}" for n in open_]
+
+    def config(ticket: str) -> RunnableConfig:
+        return RunnableConfig(configurable={"thread_id": ticket})
+
+    def start(ticket: str) -> object:
+        return Work(ticket, ticket, None, trigger, None).start()
+
+    path = tmp_path / "var" / "drafter-checkpoints.sqlite"  # where the drafter keeps them
+    path.parent.mkdir(mode=0o700)
+    async with AsyncSqliteSaver.from_conn_string(str(path)) as old:
+        graph = build_graph().compile(checkpointer=old)
+        await graph.ainvoke(start("T1002"), config("T1002"), context=deps, durability=DURABILITY)
+        before = await graph.aget_state(config("T1002"))
+    assert before.interrupts
+
+    try:
+        async with open_storage(None, tmp_path / "var") as storage:
+            graph = build_graph().compile(checkpointer=storage.checkpointer, store=storage.store)
+            assert (await graph.aget_state(config("T1002"))).values == before.values
+            runs = [
+                graph.ainvoke(start(t), config(t), context=deps, durability=DURABILITY)
+                for t in tickets[1:]
+            ]
+            ran = await asyncio.gather(*runs)
+            for ticket, out in zip(tickets[1:], ran, strict=True):
+                assert out["__interrupt__"][0].value["ticket_id"] == ticket
+                state = await graph.aget_state(config(ticket))
+                assert state.interrupts and state.values["ticket_id"] == ticket
+            # the old thread resumes where it waited: an accept finishes it
+            item = before.interrupts[0].value
+            accept = {
+                "type": "accept",
+                "item_id": item["id"],
+                "thread": "T1002",
+                "version": item["version"],
+                "round": item["round"],
+                "reviewer": "ana",
+                "decided_at": "2026-12-03T12:00:00Z",
+            }
+            await graph.ainvoke(
+                Command(resume=accept), config("T1002"), context=deps, durability=DURABILITY
+            )
+            done = await graph.aget_state(config("T1002"))
+            assert not done.next and done.values.get("outcome") == "accepted"
+    finally:
+        await source.close()
+    with sqlite3.connect(path) as conn:  # one thread each, every run's checkpoint on disk
+        threads = {row[0] for row in conn.execute("SELECT DISTINCT thread_id FROM checkpoints")}
+    assert threads == set(tickets)

@@ -127,7 +127,7 @@ async def test_a_remembered_example_expires_after_the_archive_period(tmp_path: P
         ]
 
         async def expired() -> bool:
-            await storage.store.sweep_ttl()  # type: ignore[attr-defined]
+            storage.store.sweep_ttl()  # type: ignore[attr-defined]  # the hourly sweep, now
             return not await memory.similar(storage.store, "charged", "billing", 3)
 
         await eventually(expired, timeout=10, message="the example's TTL to pass")
