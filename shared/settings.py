@@ -313,14 +313,16 @@ class DrafterSettings(HelpdeskSettings):
     )
 
     def consumer_options(self) -> dict[str, Any]:
-        """A drafter takes as many deliveries at once as it may have model calls in flight, and
-        `concurrency` more: with a model answering in seconds, calls in flight are its
-        throughput, and the work around each call (the ticket, the knowledge, the checkpoints)
-        is done by the extra deliveries while every call slot stays busy. (The offline model
+        """A drafter takes twice as many deliveries at once as it may have model calls in
+        flight, and `concurrency` more: with a model answering in seconds, calls in flight are
+        its throughput, so for every call slot one more delivery has done the work before its
+        call (the ticket, the knowledge, the checkpoints) and waits with it ready, and a slot
+        that frees is taken at once instead of after a turn of that work behind everything
+        else on the event loop (README, "How many model calls at once"). (The offline model
         answers at once: `concurrency` alone.)"""
         options = super().consumer_options()
         if self.llm_base_url:
-            options["concurrency"] = self.llm_concurrency + self.concurrency
+            options["concurrency"] = 2 * self.llm_concurrency + self.concurrency
         return options
 
 

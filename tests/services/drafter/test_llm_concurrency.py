@@ -13,6 +13,7 @@ import pytest
 
 from desk.natsserver import NatsServer
 from services.drafter.limiter import Limiter
+from shared import subjects
 from shared.bus import Bus
 from standins.llm import FakeLLM
 from tests.helpers import eventually
@@ -40,14 +41,20 @@ async def test_a_drafter_keeps_its_llm_concurrency_in_flight_beyond_the_bus_conc
         harness = Harness(nats_server, tmp_path, slow)
         try:
             harness.start(DESK_CONCURRENCY="4", DESK_LLM_CONCURRENCY="12", DESK_ACK_WAIT="2")
-            for n in range(24):  # 24 conversations of their own: nothing serializes them
+            for n in range(40):  # 40 conversations of their own: nothing serializes them
                 await mail_event(bus, f"m{n}@mail.example", f"Question number {n}.")
-            await eventually(lambda: drafted(bus, 24), timeout=60, message="24 drafts")
+
+            async def held() -> bool:  # 12 calls, 12 waiting with their call ready, 4 more
+                info = await bus.js.consumer_info(subjects.WORK, "drafter")
+                return info.num_ack_pending == 2 * 12 + 4
+
+            await eventually(held, timeout=30, message="28 deliveries held at once")
+            await eventually(lambda: drafted(bus, 40), timeout=60, message="40 drafts")
             await eventually(lambda: settled(bus), timeout=20, message="all acked")
         finally:
             harness.stop_all()
     assert slow.most_in_flight == 12  # the model's limit, not the bus's 4
-    assert len(slow.requests) == 24  # a 1 s call under a 2 s ack wait: none redelivered
+    assert len(slow.requests) == 40  # a 1 s call under a 2 s ack wait: none redelivered
 
 
 async def test_a_full_endpoint_halves_the_calls_in_flight_and_every_draft_still_comes(
