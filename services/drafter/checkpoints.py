@@ -115,9 +115,6 @@ async def open_storage(
     memory = private_sqlite_file(private / "drafter-memory.sqlite")
     with (
         sqlite_checkpoints(str(path)) as saver,
-        sqlite_memory(str(memory), _ttl(keep_days)) as lite,  # set up, swept on its thread
+        sqlite_memory(str(memory), _ttl(keep_days)) as lite,
     ):
-        await (
-            saver.asetup()
-        )  # the tables now, not at the first checkpoint: the prune pass reads them
         yield Storage(saver, lite)

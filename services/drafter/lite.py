@@ -58,9 +58,6 @@ class SqliteCheckpoints(_OneThread, SqliteSaver):
         SqliteSaver.__init__(self, conn)
         _OneThread.__init__(self, "checkpoints")
 
-    async def asetup(self) -> None:
-        await self.run(self.setup)
-
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await self.run(self.get_tuple, config)
 
@@ -137,10 +134,12 @@ def sqlite_memory(path: str, ttl: TTLConfig | None) -> Iterator[SqliteMemory]:
 
 @contextlib.contextmanager
 def sqlite_checkpoints(path: str) -> Iterator[SqliteCheckpoints]:
-    """The saver on the database file at `path`, its thread stopped before the file closes
-    (the connection is used from that thread only, as `SqliteSaver.from_conn_string` allows)."""
+    """The saver on the database file at `path`, its tables created now (not at the first
+    checkpoint: the retention pass reads them), its thread stopped before the file closes (the
+    connection is shared across threads, as `SqliteSaver.from_conn_string` allows)."""
     with contextlib.closing(sqlite3.connect(path, check_same_thread=False)) as conn:
         saver = SqliteCheckpoints(conn)
+        saver.setup()
         try:
             yield saver
         finally:
