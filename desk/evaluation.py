@@ -375,8 +375,13 @@ def candidate(
 
 
 async def run(cases: CaseFile, settings: DrafterSettings, system: str, prompt_name: str) -> Report:
+    from services.drafter import close_model
+
     deps, name = configured(settings)
-    outcomes = [await evaluate(case, deps, system) for case in cases.cases]
+    try:
+        outcomes = [await evaluate(case, deps, system) for case in cases.cases]
+    finally:
+        await close_model(deps.model)
     knowledge = str(settings.knowledge_dir) if settings.knowledge_dir else "none"
     if deps.knowledge is not None and settings.knowledge_retriever != "bm25":
         knowledge += f" ({settings.knowledge_retriever})"

@@ -279,6 +279,8 @@ def _viewer(args: argparse.Namespace, var_dir: Path) -> tuple[str, str]:
 
 
 async def _run(args: argparse.Namespace, settings: DrafterSettings) -> dict[str, Any]:
+    from services.drafter import close_model
+
     now = dt.datetime.now(dt.UTC)
     since = since_of(args.since, now)
     system, prompt_name = prompt_of(args.prompt)
@@ -304,6 +306,8 @@ async def _run(args: argparse.Namespace, settings: DrafterSettings) -> dict[str,
         raise EvalError(f"the inbox API answered HTTP {exc.response.status_code}") from None
     except httpx.HTTPError as exc:
         raise EvalError(f"the inbox API at {url} cannot be reached: {exc}") from None
+    finally:
+        await close_model(deps.model)
     return {
         "since": since.isoformat(timespec="seconds"),
         "at": now.isoformat(timespec="seconds"),

@@ -12,7 +12,8 @@ graph and what it runs with, for the benchmark that times the graph alone.
 - `Work`: one work item as the graph sees it; `Work(...).start()` is the input of a new round.
 
 And what `desk eval` drafts with, exactly as the graph's `draft` node does: `write(deps, ticket,
-round, Asked(...))`, the model `make_model(settings)` answers with (`output_for`), the
+round, Asked(...))`, the model `make_model(settings)` answers with (`output_for`; its
+connections closed by `close_model`), the
 `Knowledge` base and its `query` for a round (`Asked().system` is the built-in prompt), and
 the retriever `DESK_KNOWLEDGE_RETRIEVER` names (`retriever_of`).
 """
@@ -20,7 +21,7 @@ the retriever `DESK_KNOWLEDGE_RETRIEVER` names (`retriever_of`).
 from .graph import DURABILITY, Deps, build_graph
 from .knowledge import Knowledge, retriever_of
 from .lite import sqlite_checkpoints
-from .model import make_model, output_for
+from .model import close_model, make_model, output_for
 from .offline import OfflineDraftModel
 from .prompt import query
 from .threads import Work
@@ -34,6 +35,7 @@ __all__ = [  # noqa: RUF022 (sorted as tests/test_layout.py checks: plain sorted
     "OfflineDraftModel",
     "Work",
     "build_graph",
+    "close_model",
     "make_model",
     "output_for",
     "query",

@@ -47,6 +47,14 @@ class Limiter:
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """Hold one of the limit's slots for a call (waiting for one, and out any pause)."""
+        await self.acquire()
+        try:
+            yield
+        finally:
+            await self.release()
+
+    async def acquire(self) -> None:
+        """Take a slot: wait for one, and out any pause."""
         async with self._changed:
             while True:
                 pause = self._paused_until - self._clock()
@@ -61,13 +69,12 @@ class Limiter:
                     await self._changed.wait()
             self.in_flight += 1
             metrics.LLM_IN_FLIGHT.set(self.in_flight)
-        try:
-            yield
-        finally:
-            async with self._changed:
-                self.in_flight -= 1
-                metrics.LLM_IN_FLIGHT.set(self.in_flight)
-                self._changed.notify_all()
+
+    async def release(self) -> None:
+        async with self._changed:
+            self.in_flight -= 1
+            metrics.LLM_IN_FLIGHT.set(self.in_flight)
+            self._changed.notify_all()
 
     def answered(self) -> None:
         """A call came back (an answer, or an error that is not about load): one more slot per
@@ -87,3 +94,24 @@ class Limiter:
             metrics.LLM_OVERLOADED.inc()
         if retry_after:
             self._paused_until = max(self._paused_until, now + retry_after)
+
+
+class Call:
+    """One model call's claim on a slot: taken when its request is ready to go out, given back
+    as soon as the answer's headers are in (`model`'s HTTP hooks), so that a slot spans the
+    exchange with the endpoint only, not the turns of a busy event loop it takes to build the
+    request and to read the answer; given back at the latest when the call ends."""
+
+    def __init__(self, limiter: Limiter) -> None:
+        self.limiter = limiter
+        self.holding = False
+
+    async def take(self) -> None:
+        if not self.holding:
+            await self.limiter.acquire()
+            self.holding = True
+
+    async def give_back(self) -> None:
+        if self.holding:
+            self.holding = False
+            await self.limiter.release()

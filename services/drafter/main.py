@@ -21,6 +21,7 @@ from .checkpoints import open_storage, reachable
 from .graph import Deps, build_graph
 from .handlers import Drafter
 from .knowledge import Knowledge
+from .model import close_model
 from .offline import OfflineDraftModel
 from .retention import Retention
 
@@ -33,6 +34,7 @@ async def run(settings: DrafterSettings) -> None:
     model = deps.model
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_callback(source.close)
+        stack.push_async_callback(close_model, model)
         storage = await stack.enter_async_context(
             open_storage(settings.database_url, settings.var_dir, keep_days=settings.archive_days)
         )

@@ -7,19 +7,26 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from langchain_core.callbacks import AsyncCallbackHandler
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from desk.natsserver import NatsServer
 from services.drafter.limiter import Limiter
+from services.drafter.model import ask, close_model, make_model
 from shared import subjects
 from shared.bus import Bus
-from standins.llm import FakeLLM
+from shared.settings import DrafterSettings
+from standins.llm import FakeLLM, default_responder
 from tests.helpers import eventually
 
 from .conftest import Harness, items, settled
 from .test_conversations import mail_event
+
+PROMPT = [SystemMessage("Draft a reply."), HumanMessage("Where is my refund?")]
 
 
 async def drafted(bus: Bus, count: int) -> bool:
@@ -128,6 +135,35 @@ async def test_slots_bound_the_calls_and_a_retry_after_holds_new_ones() -> None:
     async with limiter.slot():
         waited = time.monotonic() - started
     assert waited >= 0.39
+
+
+async def test_a_call_holds_its_slot_only_while_the_endpoint_has_it(fake_llm: FakeLLM) -> None:
+    """The slot is taken once the request is built and given back when the answer is in:
+    preparing the request and reading the answer, turns of a busy event loop, hold none."""
+    limiter = Limiter(1)
+    seen: list[tuple[str, int]] = []
+
+    class Watch(AsyncCallbackHandler):
+        async def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+            seen.append(("before the request", limiter.in_flight))
+
+        async def on_llm_end(self, *args: Any, **kwargs: Any) -> None:
+            seen.append(("after the answer", limiter.in_flight))
+
+    def answering(body: dict[str, Any]) -> dict[str, Any]:
+        seen.append(("at the endpoint", limiter.in_flight))
+        return default_responder(body)
+
+    fake_llm.responder = answering
+    model = make_model(DrafterSettings(llm_base_url=fake_llm.url, llm_api_key="k"))
+    model.callbacks = [Watch()]
+    try:
+        answer = await ask(model, PROMPT, "tool", limiter)
+    finally:
+        await close_model(model)
+    assert answer.draft is not None
+    assert seen == [("before the request", 0), ("at the endpoint", 1), ("after the answer", 0)]
+    assert limiter.in_flight == 0
 
 
 def test_a_limiter_needs_a_ceiling() -> None:

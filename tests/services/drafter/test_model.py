@@ -6,30 +6,48 @@ import datetime as dt
 import email.utils
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
 
 import pytest
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
-from langchain_openai import ChatOpenAI
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from services.drafter.model import ask, json_object, learned_mode
+from desk.process import free_port
+from services.drafter.model import ask, close_model, json_object, learned_mode, make_model
 from services.drafter.offline import OfflineDraftModel
 from services.drafter.prompt import JSON_ANSWER, Draft
 from shared.errors import PermanentError, TransientError
 from shared.http import HttpServer
 from shared.inbox import CATEGORIES
+from shared.settings import DrafterSettings
 from standins.llm import FakeLLM, FormatSupport, error_body
 
 PROMPT = [SystemMessage("Draft a reply."), HumanMessage("Where is my refund?\n- be kind")]
 
 
-def client(fake: FakeLLM) -> ChatOpenAI:
-    return ChatOpenAI(base_url=fake.url, api_key="k", model="m", max_retries=0)  # type: ignore[arg-type]
+_made: list[BaseChatModel] = []
+
+
+def client(fake: FakeLLM | str, **settings: Any) -> BaseChatModel:
+    """The drafter's own model client (`make_model`: aiohttp under the SDK) for `fake`."""
+    url = fake if isinstance(fake, str) else fake.url
+    model = make_model(
+        DrafterSettings(llm_base_url=url, llm_api_key="k", llm_model="m", **settings)
+    )
+    _made.append(model)
+    return model
+
+
+@pytest.fixture(autouse=True)
+async def _closed() -> AsyncIterator[None]:
+    yield
+    while _made:
+        await close_model(_made.pop())
 
 
 async def test_a_forced_draft_tool_call_becomes_a_draft_with_its_token_counts(
@@ -315,13 +333,27 @@ async def test_a_retry_after_http_date_is_honoured() -> None:
     server = HttpServer(app, "127.0.0.1", 0)
     await server.start()
     try:
-        model = ChatOpenAI(base_url=server.url, api_key="k", model="m", max_retries=0)  # type: ignore[arg-type]
+        model = client(server.url)
         with pytest.raises(TransientError, match="answered 503") as raised:
             await ask(model, PROMPT)
     finally:
         await server.stop()
     assert raised.value.retry_after is not None and 38 <= raised.value.retry_after <= 40
     assert learned_mode(model) == "tool"
+
+
+async def test_a_model_slower_than_its_timeout_is_transient(fake_llm: FakeLLM) -> None:
+    """DESK_LLM_TIMEOUT bounds a call: past it the delivery is retried later, not failed."""
+    fake_llm.hang_next(3.0)
+    with pytest.raises(TransientError, match="model unreachable"):
+        await ask(client(fake_llm, llm_timeout=0.5), PROMPT)
+    answer = await ask(client(fake_llm, llm_timeout=5.0), PROMPT)  # and the next one answers
+    assert answer.draft is not None
+
+
+async def test_an_endpoint_nobody_listens_on_is_transient() -> None:
+    with pytest.raises(TransientError, match="model unreachable"):
+        await ask(client(f"http://127.0.0.1:{free_port()}/v1"), PROMPT)
 
 
 @pytest.mark.parametrize("output", ["json_schema", "json"])
