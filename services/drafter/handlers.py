@@ -84,6 +84,12 @@ class Drafter:
         return RunnableConfig(configurable={"thread_id": thread})
 
     async def on_work(self, delivery: Delivery[Envelope]) -> None:
+        if self.deps.limiter is None:
+            return await self._work(delivery)
+        async with self.deps.limiter.ahead():
+            return await self._work(delivery)
+
+    async def _work(self, delivery: Delivery[Envelope]) -> None:
         work = threads.work_for(delivery.body)
         if work.kind == "mail":
             work = await self._mail_thread(work)

@@ -8,6 +8,12 @@ when the endpoint filled up all come back 429 together, and that is one signal, 
 holds every new call until the endpoint's Retry-After has passed. A call waiting for a slot
 keeps its delivery in progress (the consumer runtime's heartbeats), so a long queue of them is
 not redelivered.
+
+A slot is one request at the endpoint (`Call`: taken when the request is built, given back when
+the answer's headers are in). Of the deliveries the drafter holds (2 × the ceiling + the bus's
+concurrency), at most `ceiling` at once prepare their calls or wait with them ready (`ahead`):
+at a burst the first C get their calls out before the next ones' work is done in between them
+on the one event loop.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 
 from . import metrics
 
@@ -38,6 +45,7 @@ class Limiter:
         self._paused_until = 0.0
         self._decreased_at = -float("inf")
         self._changed = asyncio.Condition()
+        self._ahead = asyncio.Semaphore(ceiling)
         metrics.LLM_LIMIT.set(self.limit)
 
     @property
@@ -52,6 +60,20 @@ class Limiter:
             yield
         finally:
             await self.release()
+
+    @asynccontextmanager
+    async def ahead(self) -> AsyncIterator[None]:
+        """A delivery on its way to a call: at most `ceiling` of them at once prepare theirs
+        or wait with it ready, and a place goes to the next delivery once a call has its slot
+        (or ends without one)."""
+        place = _Place(self._ahead)
+        await self._ahead.acquire()
+        token = _AHEAD.set(place)
+        try:
+            yield
+        finally:
+            _AHEAD.reset(token)
+            place.leave()
 
     async def acquire(self) -> None:
         """Take a slot: wait for one, and out any pause."""
@@ -110,8 +132,25 @@ class Call:
         if not self.holding:
             await self.limiter.acquire()
             self.holding = True
+            place = _AHEAD.get()
+            if place is not None:
+                place.leave()
 
     async def give_back(self) -> None:
         if self.holding:
             self.holding = False
             await self.limiter.release()
+
+
+class _Place:
+    def __init__(self, ahead: asyncio.Semaphore) -> None:
+        self._ahead = ahead
+        self._held = True
+
+    def leave(self) -> None:
+        if self._held:
+            self._held = False
+            self._ahead.release()
+
+
+_AHEAD: ContextVar[_Place | None] = ContextVar("desk_ahead", default=None)

@@ -15,7 +15,7 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from desk.natsserver import NatsServer
-from services.drafter.limiter import Limiter
+from services.drafter.limiter import Call, Limiter
 from services.drafter.model import ask, close_model, make_model
 from shared import subjects
 from shared.bus import Bus
@@ -164,6 +164,36 @@ async def test_a_call_holds_its_slot_only_while_the_endpoint_has_it(fake_llm: Fa
     assert answer.draft is not None
     assert seen == [("before the request", 0), ("at the endpoint", 1), ("after the answer", 0)]
     assert limiter.in_flight == 0
+
+
+async def test_only_as_many_deliveries_as_slots_prepare_a_call_at_once() -> None:
+    """A burst of deliveries: the first C prepare their calls (the ticket, the checkpoints,
+    the request) without the others' work in between, so the first calls go out sooner; a
+    place goes to the next delivery as soon as a call has its slot."""
+    limiter = Limiter(2)
+    preparing, most, done = 0, 0, 0
+    ready = asyncio.Event()
+
+    async def delivery() -> None:
+        nonlocal preparing, most, done
+        async with limiter.ahead():
+            preparing += 1
+            most = max(most, preparing)
+            await ready.wait()
+            call = Call(limiter)
+            await call.take()
+            preparing -= 1
+            await call.give_back()
+            done += 1
+
+    tasks = [asyncio.create_task(delivery()) for _ in range(5)]
+    await eventually(lambda: preparing == 2, timeout=5, message="two deliveries preparing")
+    for _ in range(20):  # the others stay out, however often the loop turns
+        await asyncio.sleep(0)
+    assert preparing == 2 and done == 0
+    ready.set()
+    await asyncio.gather(*tasks)
+    assert most == 2 and done == 5 and limiter.in_flight == 0
 
 
 def test_a_limiter_needs_a_ceiling() -> None:
