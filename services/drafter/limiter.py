@@ -10,7 +10,7 @@ keeps its delivery in progress (the consumer runtime's heartbeats), so a long qu
 not redelivered.
 
 A slot is one request at the endpoint (`Call`: taken when the request is built, given back when
-the answer's headers are in). Of the deliveries the drafter holds (2 × the ceiling + the bus's
+the answer's headers are in). Of the deliveries the drafter holds (twice the ceiling + the bus's
 concurrency), at most `ceiling` at once prepare their calls or wait with them ready (`ahead`):
 at a burst the first C get their calls out before the next ones' work is done in between them
 on the one event loop.
@@ -51,15 +51,6 @@ class Limiter:
     @property
     def slots(self) -> int:
         return max(1, int(self.limit))
-
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        """Hold one of the limit's slots for a call (waiting for one, and out any pause)."""
-        await self.acquire()
-        try:
-            yield
-        finally:
-            await self.release()
 
     @asynccontextmanager
     async def ahead(self) -> AsyncIterator[None]:
