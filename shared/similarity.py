@@ -69,7 +69,8 @@ def retrieve(built: Any, size: int, query: str, k: int) -> list[tuple[int, float
     tokens = tokenize([query])
     if not tokens.vocab:
         return []
-    found, scores = built.retrieve(tokens, k=min(k, size), show_progress=False, n_threads=1)
+    # n_threads=0: in this thread (any other value starts and joins a thread pool per query)
+    found, scores = built.retrieve(tokens, k=min(k, size), show_progress=False, n_threads=0)
     return [
         (int(i), float(score)) for i, score in zip(found[0], scores[0], strict=True) if score > 0
     ]

@@ -46,6 +46,7 @@ class Embeddings:
     """A sentence-transformers model: `index` the passages, `retrieve` the best for a query."""
 
     name = "embeddings"
+    quick = False  # a query is encoded by the model: milliseconds, in a worker thread
 
     def __init__(self, model_dir: Path | None = None) -> None:
         # nothing may be fetched from a hub, and no progress bar reaches the logs

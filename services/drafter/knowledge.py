@@ -71,6 +71,8 @@ class Retriever(Protocol):
     """How passages are found: an index built from their texts, searched with a query."""
 
     name: str
+    # a query is a few hundred µs of CPU, cheaper than a hop to a worker thread and back
+    quick: bool
 
     def index(self, texts: list[str]) -> Any: ...
 
@@ -83,6 +85,7 @@ class Bm25:
     """BM25 (`bm25s`, English stemming): the default retriever."""
 
     name = "bm25"
+    quick = True
 
     def index(self, texts: list[str]) -> Any:
         return similarity.index(texts)
@@ -205,14 +208,29 @@ class Knowledge:
             if self._scan():
                 self._rebuild()
 
+    def search_now(self, query: str, k: int = 3) -> list[Passage] | None:
+        """`search`, if it can answer without waiting: a quick retriever, the directory not
+        due a look, the index not being rebuilt. None otherwise (then search in a thread)."""
+        if not self.retriever.quick or time.monotonic() - self._checked >= self.recheck:
+            return None
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return self._found(query, k)
+        finally:
+            self._lock.release()
+
     def search(self, query: str, k: int = 3) -> list[Passage]:
         """The `k` passages that best match `query`, best first (none that share no term)."""
         self.refresh()
         with self._lock:
-            if self._index is None:
-                return []
-            found = self.retriever.retrieve(self._index, len(self._passages), query, k)
-            return [self._passages[i] for i, _ in found]
+            return self._found(query, k)
+
+    def _found(self, query: str, k: int) -> list[Passage]:
+        if self._index is None:
+            return []
+        found = self.retriever.retrieve(self._index, len(self._passages), query, k)
+        return [self._passages[i] for i, _ in found]
 
     def set_remote(self, articles: list[Article]) -> None:
         """The helpdesk's articles as just read (`DESK_HELPDESK_ARTICLES_PATH`): indexed with

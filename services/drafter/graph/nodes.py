@@ -148,12 +148,15 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
 
 async def _passages(deps: Deps, ticket: dict[str, Any], round_: dict[str, Any]) -> list[Passage]:
     """The knowledge passages this round's draft is given (none without a knowledge base).
-    Searched in a thread: a changed directory is read and indexed again first."""
+    Searched in a thread when the directory is due a look (a change is read and indexed
+    first) or the retriever is slow; otherwise on the loop, cheaper than the hop."""
     if deps.knowledge is None:
         return []
-    return await asyncio.to_thread(
-        deps.knowledge.search, prompt.query(ticket, round_), deps.passages
-    )
+    query = prompt.query(ticket, round_)
+    found = deps.knowledge.search_now(query, deps.passages)
+    if found is not None:
+        return found
+    return await asyncio.to_thread(deps.knowledge.search, query, deps.passages)
 
 
 async def _examples(

@@ -93,6 +93,21 @@ def test_changes_on_disk_are_picked_up_without_a_restart(tmp_path: Path) -> None
     assert knowledge.search("return") == [] and knowledge.articles() == {"warranty"}
 
 
+def test_a_search_answers_at_once_only_when_nothing_is_to_be_read_or_rebuilt(
+    tmp_path: Path,
+) -> None:
+    """The drafter searches on its event loop when it can (cheaper than a thread hop), and in
+    a thread when the search would read the directory or wait for an index being built."""
+    article(tmp_path / "returns.md", "Returns", "Returns are accepted within 30 days.")
+    knowledge = Knowledge(tmp_path, recheck=3600)
+    assert knowledge.search_now("return") is None  # never looked at the directory yet
+    assert [p.article for p in knowledge.search("return")] == ["returns"]
+    assert [p.article for p in knowledge.search_now("return") or []] == ["returns"]
+    with knowledge._lock:  # another thread rebuilding the index
+        assert knowledge.search_now("return") is None
+    assert Knowledge(tmp_path, recheck=0).search_now("return") is None  # always due a look
+
+
 def test_a_bad_article_is_skipped_and_the_rest_still_found(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
