@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlmodel import create_engine
 
 from .settings import ConfigError
@@ -299,23 +299,25 @@ def insert_once(engine: Engine, *rows: Any) -> bool:
     UNIQUE key says one of them exists already: the idempotency of a handler that may run
     twice, or on two replicas at once.
 
-    As Core INSERTs of the rows' column values (a value left None takes the column's default):
-    the ORM's unit of work cost several times the CPU for rows nothing else is done with."""
-    from sqlalchemy import insert
+    As Core INSERTs of the rows' column values (`insert_row`): the ORM's unit of work cost
+    several times the CPU for rows nothing else is done with."""
     from sqlalchemy.exc import IntegrityError
 
     try:
         with engine.begin() as connection:
             for row in rows:
-                if row is None:
-                    continue
-                table = row.__table__
-                values = {
-                    c.name: value
-                    for c in table.columns
-                    if (value := getattr(row, c.name)) is not None
-                }
-                connection.execute(insert(table), values)
+                if row is not None:
+                    insert_row(connection, row)
     except IntegrityError:
         return False
     return True
+
+
+def insert_row(connection: Connection, row: Any) -> None:
+    """One Core INSERT of a SQLModel row's column values (a value left None takes the
+    column's default); an IntegrityError if a UNIQUE key has it already."""
+    from sqlalchemy import insert
+
+    table = row.__table__
+    values = {c.name: value for c in table.columns if (value := getattr(row, c.name)) is not None}
+    connection.execute(insert(table), values)

@@ -57,7 +57,10 @@ class ItemProjection:
     async def _auto_send(self, item: InboxItem) -> None:
         """An item of a category with auto-send on is decided by the policy (idempotent: a
         redelivered item finds itself decided already)."""
-        if item.category not in await asyncio.to_thread(store.autosend.on_for, self.engine):
+        on = store.autosend.on_for_known(self.engine)  # no thread hop while it is fresh
+        if on is None:
+            on = await asyncio.to_thread(store.autosend.on_for, self.engine)
+        if item.category not in on:
             return  # the usual case: no transaction, no policy check
         try:
             decision = await asyncio.to_thread(

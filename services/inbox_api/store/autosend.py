@@ -65,12 +65,21 @@ def _latest(session: Session, category: str) -> AutoSendRow | None:
     ).first()
 
 
-def on_for(engine: Engine) -> frozenset[str]:
-    """The categories auto-send is on for now, as read at most `ON_FOR_TTL` seconds ago."""
+def on_for_known(engine: Engine) -> frozenset[str] | None:
+    """`on_for` as read less than `ON_FOR_TTL` seconds ago, without touching the database;
+    None when it is to be read again."""
     with _on_for_lock:
         cached = _on_for.get(engine)
     if cached is not None and time.monotonic() - cached[0] < ON_FOR_TTL:
         return cached[1]
+    return None
+
+
+def on_for(engine: Engine) -> frozenset[str]:
+    """The categories auto-send is on for now, as read at most `ON_FOR_TTL` seconds ago."""
+    cached = on_for_known(engine)
+    if cached is not None:
+        return cached
     read_at = time.monotonic()
     with Session(engine) as session:
         latest = (

@@ -10,10 +10,11 @@ import datetime as dt
 from typing import Any
 
 from sqlalchemy import String, and_, bindparam, func, or_, update
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from shared.db import insert_row
 from shared.inbox import InboxItem, Overdue, Withdrawal
 
 from . import search
@@ -31,75 +32,84 @@ def project(
     targets: Targets | None = None,
 ) -> bool:
     """Store one item version; True if it was new. Order-independent: versions of one thread
-    may arrive in any order, and concurrently, and end in the same rows."""
-    with Session(engine, expire_on_commit=False) as session:
-        if session.get(ItemRow, item.id) is not None:
-            return False
-        stored_at = now()
-        since = _round_started(session, item)
-        near_at, due_at = (targets or Targets()).times(since, item.priority, item.category)
-        stored = ItemRow(
-            id=item.id,
-            thread=item.thread,
-            version=item.version,
-            status="waiting",
-            category=item.category,
-            ticket_id=item.ticket_id,
-            summary=item.summary,
-            description=item.description,
-            action=item.action_request.action,
-            action_request=item.action_request.model_dump(mode="json"),
-            config=item.config.model_dump(mode="json"),
-            trigger_source=item.trigger.source,
-            trigger_type=item.trigger.type,
-            trigger_event_id=item.trigger.event_id,
-            cost=item.cost.model_dump(mode="json"),
-            warnings=list(item.warnings),
-            feedback=list(item.feedback),
-            created_at=item.created_at,
-            updated_at=stored_at,
-            round=item.round,
-            round_kind=item.round_kind,
-            cause=item.cause,
-            priority=item.priority,
-            ticket_status=item.ticket_status,
-            customer=item.customer.model_dump(mode="json") if item.customer else None,
-            conversation=[m.model_dump(mode="json") for m in item.conversation],
-            round_messages=list(item.round_messages),
-            traceparent=traceparent,
-            citations=[c.model_dump(mode="json") for c in item.citations],
-            instructions=list(item.instructions),
-            examples=list(item.examples),
-            queue=item.trigger.queue,
-            waiting_since=since,
-            near_at=near_at,
-            due_at=due_at,
-        )
-        session.add(stored)
-        search.add(session, stored)  # its text, for the list's search
-        one_writer = engine.dialect.name == "sqlite"
-        try:
+    may arrive in any order, and concurrently, and end in the same rows.
+
+    Core statements in one transaction (the row, its text for search, and on SQLite the
+    versions it supersedes): an item seen already fails its INSERT on the primary key and
+    changes nothing. (The ORM's read-first and unit of work cost twice the CPU.)"""
+    stored_at = now()
+    one_writer = engine.dialect.name == "sqlite"
+    try:
+        with engine.begin() as connection:
+            since = _round_started(connection, item)
+            near_at, due_at = (targets or Targets()).times(since, item.priority, item.category)
+            stored = ItemRow(
+                id=item.id,
+                thread=item.thread,
+                version=item.version,
+                status="waiting",
+                category=item.category,
+                ticket_id=item.ticket_id,
+                summary=item.summary,
+                description=item.description,
+                action=item.action_request.action,
+                action_request=item.action_request.model_dump(mode="json"),
+                config=item.config.model_dump(mode="json"),
+                trigger_source=item.trigger.source,
+                trigger_type=item.trigger.type,
+                trigger_event_id=item.trigger.event_id,
+                cost=item.cost.model_dump(mode="json"),
+                warnings=list(item.warnings),
+                feedback=list(item.feedback),
+                created_at=item.created_at,
+                updated_at=stored_at,
+                round=item.round,
+                round_kind=item.round_kind,
+                cause=item.cause,
+                priority=item.priority,
+                ticket_status=item.ticket_status,
+                customer=item.customer.model_dump(mode="json") if item.customer else None,
+                conversation=[m.model_dump(mode="json") for m in item.conversation],
+                round_messages=list(item.round_messages),
+                traceparent=traceparent,
+                citations=[c.model_dump(mode="json") for c in item.citations],
+                instructions=list(item.instructions),
+                examples=list(item.examples),
+                queue=item.trigger.queue,
+                waiting_since=since,
+                near_at=near_at,
+                due_at=due_at,
+            )
+            insert_row(connection, stored)
+            search.add(connection, stored)  # its text, for the list's search
             if one_writer:  # the insert holds the write lock: every committed version is seen
-                session.flush()
-                session.connection().execute(_STALE, {"of_thread": item.thread, "at": stored_at})
-            session.commit()
-        except IntegrityError:  # another replica stored it a moment ago
-            session.rollback()
-            return False
+                connection.execute(_STALE, {"of_thread": item.thread, "at": stored_at})
+    except IntegrityError:  # stored already (a redelivery, or another replica a moment ago)
+        return False
     if not one_writer:
         supersede_older(engine, item.thread)
     return True
 
 
-def _round_started(session: Session, item: InboxItem) -> dt.datetime:
+_FIRST_OF_ROUND = (
+    select(ItemRow.waiting_since, ItemRow.created_at)
+    .where(
+        col(ItemRow.thread) == bindparam("of_thread"),
+        col(ItemRow.round) == bindparam("of_round"),
+        col(ItemRow.version) < bindparam("before"),
+    )
+    .order_by(col(ItemRow.version))
+    .limit(1)
+)
+
+
+def _round_started(connection: Connection, item: InboxItem) -> dt.datetime:
     """When the item's round began to wait: its first stored version's time, or this one's."""
     if item.version <= 1:
         return item.created_at  # no version of the thread comes before the first
-    first = session.exec(
-        select(ItemRow.waiting_since, ItemRow.created_at)
-        .where(ItemRow.thread == item.thread, ItemRow.round == item.round)
-        .where(col(ItemRow.version) < item.version)
-        .order_by(col(ItemRow.version))
+    first = connection.execute(
+        _FIRST_OF_ROUND,
+        {"of_thread": item.thread, "of_round": item.round, "before": item.version},
     ).first()
     if first is None:
         return item.created_at

@@ -20,7 +20,7 @@ import logging
 from typing import Any
 
 from sqlalchemy import func, literal, select, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session, col
 
@@ -109,9 +109,9 @@ def _create_postgresql(engine: Engine) -> None:
         )
 
 
-def _indexed(session: Session) -> bool:
+def _indexed(session: Session | Connection) -> bool:
     """Whether this SQLite database has the index (looked up once per engine)."""
-    bind = session.get_bind()
+    bind = session.engine if isinstance(session, Connection) else session.get_bind()
     found = _ready.get(id(bind))
     if found is None:
         found = _ready[id(bind)] = bool(
@@ -123,14 +123,14 @@ def _indexed(session: Session) -> bool:
     return found
 
 
-def add(session: Session, row: ItemRow) -> None:
+_ADD = text(f"INSERT INTO {TABLE} (item_id, body) VALUES (:id, :body)")
+
+
+def add(connection: Connection, row: ItemRow) -> None:
     """Index a new item, in the transaction that stores it (SQLite; PostgreSQL indexes the
     row itself)."""
-    if session.get_bind().dialect.name == "sqlite" and _indexed(session):
-        session.execute(
-            text(f"INSERT INTO {TABLE} (item_id, body) VALUES (:id, :body)"),
-            {"id": row.id, "body": body_of(row)},
-        )
+    if connection.dialect.name == "sqlite" and _indexed(connection):
+        connection.execute(_ADD, {"id": row.id, "body": body_of(row)})
 
 
 def remove(session: Session, item_ids: list[str]) -> None:

@@ -110,6 +110,30 @@ def test_what_became_of_an_item_is_recorded_and_a_final_one_stays(
             engine.dispose()
 
 
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_an_item_delivered_again_changes_nothing(database: str, tmp_path: Path) -> None:
+    """A redelivered item (or one another replica stored first) is no second row, no second
+    entry in the search, and leaves what a reviewer did with the first one."""
+    with fresh_schema() if database == "postgresql" else contextlib.nullcontext("") as schema:
+        engine = make_engine(
+            url_in(schema) if schema else database_url(None, tmp_path / "var", "inbox")
+        )
+        try:
+            store.create_tables(engine)
+            item = draft_item("T7", 2)
+            assert store.project(engine, draft_item("T7", 1))
+            assert store.project(engine, item)
+            assert store.set_result(engine, item.id, "sent", {"key": "T7/r1"})
+            assert not store.project(engine, item)
+            assert not store.project(engine, draft_item("T7", 1))
+            found, _ = store.list_items(engine, status="sent", text="T7")
+            assert [i["id"] for i in found] == [item.id]
+            assert (store.get_item(engine, "T7~v1") or {}).get("status") == "superseded"
+            assert (store.get_item(engine, item.id) or {}).get("status") == "sent"
+        finally:
+            engine.dispose()
+
+
 def store_one(start: threading.Barrier, engine: Engine, item: InboxItem) -> bool:
     start.wait(timeout=10)  # all at the same moment
     return store.project(engine, item)
