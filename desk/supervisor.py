@@ -27,6 +27,7 @@ from .process import die_with_parent, free_port, port_free
 
 SERVICES = tuple(s.name for s in catalog.SERVICES if s.supervised)
 STABLE_AFTER = 30.0  # a child that ran this long gets its back-off reset
+MALLOC_ARENA_MAX = "2"  # the services' malloc arenas (the image sets the same: Dockerfile)
 
 
 @dataclass
@@ -108,6 +109,10 @@ class Supervisor:
         """The environment `child` runs with: this process's, plus what the stack decides."""
         env = dict(os.environ)
         env.pop("DESK_HTTP_PORT", None)  # only the children with public routes get one
+        # glibc's malloc keeps up to 8 arenas per core, one per thread that allocates: over a
+        # long run each keeps freed pieces it cannot give back (README "Bounded state"). Two
+        # arenas, as the image sets it, unless the operator chose otherwise.
+        env.setdefault("MALLOC_ARENA_MAX", MALLOC_ARENA_MAX)
         inbox_url = self.children["inbox_api"].url
         assert inbox_url is not None  # the inbox has public routes
         env.update(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from desk.stack import Stack
-from desk.supervisor import ServiceProcess, Supervisor
+from desk.supervisor import MALLOC_ARENA_MAX, ServiceProcess, Supervisor
 from shared.settings import StackSettings
 
 
@@ -57,3 +57,18 @@ def test_with_reviewers_configured_the_dev_token_is_not_given_to_the_report(
     monkeypatch.setenv("DESK_REVIEWERS", '[{"name": "ann", "token_sha256": "' + "a" * 64 + '"}]')
     stack = _stack(tmp_path)
     assert "DESK_REPORT_TOKEN" not in stack.child_env(stack.children["reconciler"])
+
+
+def test_services_run_with_two_malloc_arenas_unless_the_operator_chose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """glibc's default (eight arenas per core) let the drafter's and the sender's memory creep
+    up over a long run (README "Bounded state"); the image sets the same value as `desk up`."""
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    stack = _stack(tmp_path)
+    for name in stack.children:
+        assert stack.child_env(stack.children[name])["MALLOC_ARENA_MAX"] == "2"
+    dockerfile = (Path(__file__).parents[2] / "Dockerfile").read_text()
+    assert f"MALLOC_ARENA_MAX={MALLOC_ARENA_MAX} " in dockerfile
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert stack.child_env(stack.children["drafter"])["MALLOC_ARENA_MAX"] == "4"
