@@ -9,6 +9,17 @@ subscription for all publishes, one future per publish keyed by a counter, and r
 itself. Every publish still carries its `Nats-Msg-Id` and still waits for its own PubAck: only
 the bookkeeping is shared.
 
+Two more things are cut from the client's path, both measured under `benchmarks.ingress`:
+
+- A PubAck is read where the client's parser hands over the message, not through the
+  subscription's queue and task: the client otherwise builds a `Msg`, queues it, and wakes the
+  subscription's task, which wakes the request: two turns of an event loop that is busy with
+  HTTP requests, each delaying every answer.
+- Publishes go to the socket as soon as a few are waiting (`WRITE_THROUGH`), not only when
+  the client's flusher next runs: that runs after every request made ready in the same turn of
+  the loop, so the broker got publishes in bursts and sat idle between them (with
+  `sync_interval: always` it fsyncs each in turn, so its idle time is lost throughput).
+
 Anything but a clean PubAck in time (no stream listening yet, an error from the server, a
 publish refused by the client while disconnected, no answer within half the publish timeout)
 goes to `Bus.publish`, which publishes again with the same id until the publish timeout and
@@ -21,7 +32,7 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import nats.errors as nats_errors
 from nats.aio.client import Client
@@ -44,7 +55,8 @@ _HEADER_NAME = re.compile(_TOKEN)  # nats-py's own check
 # Header lines that need nothing done: a valid name, a value without CR/LF or outer spaces.
 _CLEAN_BLOCK = re.compile(rf"(?:{_TOKEN}: (?:[^\s](?:[^\r\n]*[^\s])?)?\r\n)*")
 # The client internals the raw path uses (nats-py 2.x); without them, the public path.
-_RAW = all(hasattr(Client, a) for a in ("_send_command", "_flush_pending"))
+_RAW = all(hasattr(Client, a) for a in ("_send_command", "_flush_pending", "_process_msg"))
+WRITE_THROUGH = 16  # publishes waiting in the client's buffer that go out at once
 
 
 class Pipeline:
@@ -60,8 +72,9 @@ class Pipeline:
         self._prefix = ""
         self._cut = 0
         self._next = 0
-        # token → (future, deadline); in publish order, so also in deadline order
-        self._waiting: dict[str, tuple[asyncio.Future[Msg], float]] = {}
+        # token → (future, deadline); in publish order, so also in deadline order. The future's
+        # result is the PubAck, or None for any other answer.
+        self._waiting: dict[str, tuple[asyncio.Future[Published | None], float]] = {}
         # token → the PubAck that comes after its deadline, while that publish is sent again
         # by `Bus.publish`: see `_own_duplicate`
         self._late: dict[str, asyncio.Future[Published | None]] = {}
@@ -88,6 +101,8 @@ class Pipeline:
         self._prefix = bus.nc.new_inbox() + "."
         self._cut = len(self._prefix)
         self._sub = await bus.nc.subscribe(self._prefix + "*", cb=self._on_reply)
+        if _RAW:
+            _read_directly(bus.nc, self._sub, self._read)
         self.bus = bus
 
     @property
@@ -95,12 +110,19 @@ class Pipeline:
         return self.bus is not None
 
     async def _on_reply(self, msg: Msg) -> None:
-        token = msg.subject[self._cut :]
+        """A reply through the subscription: one with headers (no responders, an error)."""
+        self._answer(msg.subject[self._cut :], _pub_ack(msg))
+
+    def _read(self, subject: bytes, data: bytes) -> None:
+        """A reply without headers, as the client's parser reads it: a PubAck, or an error."""
+        self._answer(subject[self._cut :].decode(), _pub_ack_json(data))
+
+    def _answer(self, token: str, ack: Published | None) -> None:
         waiting = self._waiting.pop(token, None)
         if waiting is not None and not waiting[0].done():
-            waiting[0].set_result(msg)
+            waiting[0].set_result(ack)
         elif token in self._late and not self._late[token].done():
-            self._late[token].set_result(_pub_ack(msg))
+            self._late[token].set_result(ack)
 
     async def _sweep(self) -> None:
         """One timer for every publish: fail those whose PubAck is overdue."""
@@ -126,13 +148,13 @@ class Pipeline:
         started = loop.time()
         self._next += 1
         token = str(self._next)
-        future: asyncio.Future[Msg] = loop.create_future()
+        future: asyncio.Future[Published | None] = loop.create_future()
         # Half the time for this attempt: a PubAck lost with a dying connection leaves
         # `Bus.publish` the other half to publish again (same id) once it is back.
         self._waiting[token] = (future, started + self.timeout / 2)
         try:
             await self._send(subject, self._prefix + token, data, msg_id, headers)
-            reply = await future
+            ack = await future
         except (TimeoutError, nats_errors.Error):  # overdue; or closed, draining, buffer full
             self._waiting.pop(token, None)
             late = self._late[token] = loop.create_future()
@@ -147,7 +169,6 @@ class Pipeline:
                 return _own_duplicate(again, late.result() if late.done() else None)
             finally:
                 self._late.pop(token, None)
-        ack = _pub_ack(reply)
         if ack is None:
             return await self._fallback(subject, data, msg_id, headers, started)
         (self._duplicate if ack.duplicate else self._stored).inc()
@@ -167,6 +188,11 @@ class Pipeline:
         await nc._send_command(hpub_cmd(subject, reply, header_block(headers, msg_id), data))
         nc.stats["out_msgs"] += 1
         nc.stats["out_bytes"] += len(data)
+        if len(nc._pending) >= WRITE_THROUGH and nc._transport is not None:
+            # Out now; the flusher still drains the socket's buffer (the client's back-pressure).
+            nc._transport.writelines(nc._pending)
+            nc._pending = []
+            nc._pending_data_size = 0
         if nc._flush_queue is not None and nc._flush_queue.empty():
             await nc._flush_pending()
 
@@ -229,12 +255,37 @@ def _own_duplicate(again: Published, late: Published | None) -> Published:
     return again
 
 
+def _read_directly(nc: Client, sub: Subscription, read: Callable[[bytes, bytes], None]) -> None:
+    """Hand `read` the replies without headers that come to `sub`, as the client's parser reads
+    them (the client's own message handling for everything else, `sub`'s replies with headers
+    among them: those go through its queue to its callback)."""
+    sid = sub._id
+    process_msg = nc._process_msg
+    stats = nc.stats
+
+    async def _process_msg(
+        msg_sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes
+    ) -> None:
+        if msg_sid != sid or headers:
+            await process_msg(msg_sid, subject, reply, data, headers)
+            return
+        stats["in_msgs"] += 1
+        stats["in_bytes"] += len(data)
+        read(subject, data)
+
+    nc._process_msg = _process_msg  # type: ignore[method-assign,assignment]
+
+
 def _pub_ack(reply: Msg) -> Published | None:
     """The PubAck in a reply, or None for anything else (no responders, an API error)."""
     if reply.headers and reply.headers.get(Header.STATUS) == _NO_RESPONDERS:
         return None
+    return _pub_ack_json(reply.data)
+
+
+def _pub_ack_json(data: bytes) -> Published | None:
     try:
-        answer = json.loads(reply.data)
+        answer = json.loads(data)
     except ValueError:
         return None
     if not isinstance(answer, dict) or "error" in answer or "stream" not in answer:

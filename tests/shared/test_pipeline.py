@@ -202,9 +202,8 @@ class SlowToRead(Pipeline):
 
     delay = 0.5
 
-    async def _on_reply(self, msg: Msg) -> None:
-        await asyncio.sleep(self.delay)
-        await super()._on_reply(msg)
+    def _read(self, subject: bytes, data: bytes) -> None:
+        asyncio.get_running_loop().call_later(self.delay, super()._read, subject, data)
 
 
 async def test_a_pub_ack_read_late_is_not_taken_for_a_duplicate(bus: Bus) -> None:
