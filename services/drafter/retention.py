@@ -2,12 +2,17 @@
 
 LangGraph's savers keep every checkpoint of every thread for ever: each step of each round adds
 one, with the conversation's text in it (about 36 KB a finished round here). A pass (hourly,
-`DESK_PRUNE_INTERVAL`) first compacts every thread at rest for an hour (or half the retention
-period, if shorter), finished or waiting for a reviewer, to its newest checkpoint (the one any
-later run starts from, with the pending writes a decision resumes: about 8 KB); then it deletes
-each thread whose newest checkpoint is older than the retention period and that, under its
-lease, is still finished and still that old. A draft waiting for a reviewer, or a run that
+`DESK_PRUNE_INTERVAL`) first deletes each thread whose newest checkpoint is older than the
+retention period and that, under its lease, is still finished and still that old; then it
+compacts every thread at rest for an hour (or half the retention period, if shorter), finished
+or waiting for a reviewer, to its newest checkpoint (the one any later run starts from, with the
+pending writes a decision resumes: about 8 KB). A draft waiting for a reviewer, or a run that
 failed mid-way, is never deleted (that would lose the draft or the retry).
+
+Deleting comes first because it is what bounds the store: a pass that compacts a backlog of
+thousands of threads (a drafter slowed down, or back after a long stop) still deletes first.
+A thread the pass cannot read (a checkpoint no longer decodes) is logged and passed over, so
+one bad thread never stops every later one from being deleted; the database away ends the pass.
 
 What outlives a deleted thread, in the drafter's ledger for `DESK_ARCHIVE_DAYS`: its version
 counter and the newest message its rounds answered (`thread:<id>`). Item ids are
@@ -33,6 +38,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
+from shared import db
 from shared.errors import TransientError
 from shared.ledger import Ledger
 
@@ -111,17 +117,17 @@ class Retention:
         self.batch = batch
 
     async def prune(self, now: dt.datetime | None = None) -> int:
-        """One pass: keep only the newest checkpoint of each thread at rest for an hour
-        (finished, or waiting for a reviewer), then delete the finished threads idle past the
-        retention period; `batch` threads looked at a time, oldest first. The number deleted."""
+        """One pass: delete the finished threads idle past the retention period, then keep
+        only the newest checkpoint of each thread at rest for an hour (finished, or waiting for
+        a reviewer); `batch` threads looked at a time, oldest first. The number deleted."""
         started = time.monotonic()
         now = now or dt.datetime.now(dt.UTC)
         mark = checkpoint_id_at(now - self.keep)
         deleted = compacted = 0
-        async for thread in self._threads(checkpoint_id_at(now - self.compact_after), many=True):
-            compacted += await self._at_rest(thread, mark, self._compact, waiting_too=True)
         async for thread in self._threads(mark):
             deleted += await self._at_rest(thread, mark, self._forget)
+        async for thread in self._threads(checkpoint_id_at(now - self.compact_after), many=True):
+            compacted += await self._at_rest(thread, mark, self._compact, waiting_too=True)
         metrics.THREADS_PRUNED.inc(deleted)
         if deleted or compacted:
             log.info(
@@ -184,6 +190,17 @@ class Retention:
                 await action(thread, newest, state)
                 return 1
         except TransientError:  # its lease is held: it is at work
+            return 0
+        except Exception as exc:
+            if db.is_outage(exc):
+                raise  # the pass ends; the next one retries
+            # the class only: a decoding error may quote what the checkpoint holds
+            log.warning(
+                "thread %s passed over by the retention pass (%s): its checkpoint could not"
+                " be read or changed",
+                thread,
+                exc.__class__.__name__,
+            )
             return 0
 
     async def _forget(self, thread: str, newest: str, state: StateSnapshot) -> None:

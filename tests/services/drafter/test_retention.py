@@ -106,3 +106,34 @@ async def test_a_finished_thread_is_deleted_after_its_retention_and_its_next_rou
 
 async def _count(bus: Bus, n: int) -> bool:
     return len(await items(bus)) >= n
+
+
+async def test_a_thread_that_cannot_be_read_does_not_stop_the_others_being_deleted(
+    bus: Bus, harness: Harness
+) -> None:
+    """A checkpoint that no longer decodes (older than every other thread, so looked at first,
+    and due both its compaction and its deletion) is logged and passed over: the finished
+    thread after it is still deleted, and the drafter goes on."""
+    path = harness.root / "var" / "drafter-checkpoints.sqlite"
+    drafter = harness.start(DESK_THREAD_RETENTION_DAYS="0.00002", DESK_PRUNE_INTERVAL="0.5")
+    await send_event(bus, "T1012", "evt_1")
+    await eventually(lambda: _count(bus, 1), timeout=30, message="T1012's draft")
+    year_ago = dt.datetime.now(dt.UTC) - dt.timedelta(days=365)
+    with contextlib.closing(sqlite3.connect(path, timeout=10)) as db, db:
+        db.executemany(
+            "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, type, checkpoint,"
+            " metadata) VALUES ('broken', '', ?, 'msgpack', X'C1', X'80')",
+            [(checkpoint_id_at(year_ago + dt.timedelta(seconds=s)),) for s in (0, 1)],
+        )
+    v1 = (await items(bus))[0]
+    await decide(bus, v1, "accept")
+    await eventually(lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="resumed")
+
+    def threads() -> Counter[str]:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            return Counter(row[0] for row in db.execute("SELECT thread_id FROM checkpoints"))
+
+    await eventually(lambda: "T1012" not in threads(), timeout=30, message="T1012 deleted")
+    assert threads()["broken"] == 2  # kept as it is, for whoever looks into it
+    assert "thread broken passed over by the retention pass" in drafter.log.read_text()
+    assert drafter.proc is not None and drafter.proc.poll() is None  # still running
