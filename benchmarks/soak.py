@@ -99,10 +99,13 @@ async def soak(rig: Rig, events: int, wave: int) -> dict[str, Any]:
             done += n
             samples.append(sample(rig, done, started))
             last = samples[-1]
+            # every figure of the wave, so a soak cut short still tells what it saw
+            memory = " ".join(f"{k} {v}" for k, v in last["memory_mib"].items())
             log(
                 f"{done} events: {last['threads_held']} threads held, "
                 f"checkpoints {last['files_mib'].get('drafter-checkpoints.sqlite')} MiB, "
-                f"inbox {last['files_mib'].get('inbox.sqlite')} MiB"
+                f"inbox {last['files_mib'].get('inbox.sqlite')} MiB, "
+                f"broker {last['broker_store_mib']} MiB; RSS MiB: {memory}"
             )
         left = await waiting_items(s.inbox, set())
     return {"samples": samples, "left_waiting": len(left)}

@@ -69,7 +69,9 @@ async def test_an_edited_reply_becomes_the_example_for_the_next_similar_ticket(
     await send_event(bus, "T1022", "evt_2")  # "Double charge on my credit card"
     await eventually(lambda: count(bus, 2), timeout=20, message="T1022's draft")
     second = (await items(bus))[1]
-    [example] = quoted(fake_llm.requests[1], "examples")
+    # the newest call drafted T1022 (on a loaded machine T1012's first draft may have taken
+    # more than one call: a redelivery after the ack wait, a retry after the model's timeout)
+    [example] = quoted(fake_llm.requests[-1], "examples")
     assert example["team sent"] == EDITED  # what the reviewer sent, not what was drafted
     assert example["category"] == "billing"
     assert "Charged twice" in example["customer wrote"]
@@ -80,7 +82,7 @@ async def test_an_edited_reply_becomes_the_example_for_the_next_similar_ticket(
     await eventually(lambda: settled(bus, subjects.RESULTS, "drafter-results"), message="result")
     await decide(bus, second, "response", "Shorter, please.")
     await eventually(lambda: count(bus, 3), timeout=20, message="T1022's redraft")
-    assert quoted(fake_llm.requests[2], "examples") is None
+    assert quoted(fake_llm.requests[-1], "examples") is None
     assert (await items(bus))[2].examples == []
 
 
@@ -110,7 +112,7 @@ async def test_the_standing_instructions_reach_the_draft_and_its_item(
     )
     await send_event(bus, "T1013", "evt_2")
     await eventually(lambda: count(bus, 2), timeout=20, message="the second draft")
-    asked = fake_llm.requests[1]["messages"][-1]["content"]
+    asked = fake_llm.requests[-1]["messages"][-1]["content"]
     assert "- billing: Say sorry." in asked
     assert "money is back" not in asked
 
