@@ -284,12 +284,16 @@ def _pub_ack(reply: Msg) -> Published | None:
 
 
 def _pub_ack_json(data: bytes) -> Published | None:
+    """The PubAck in a reply's body, or None for anything else. Never raises: it runs inside
+    the client's read loop, where an exception would drop the connection."""
     try:
         answer = json.loads(data)
-    except ValueError:
+        if not isinstance(answer, dict) or "error" in answer:
+            return None
+        return Published(
+            stream=str(answer["stream"]),
+            seq=int(answer["seq"]),
+            duplicate=bool(answer.get("duplicate")),
+        )
+    except (ValueError, KeyError, TypeError):
         return None
-    if not isinstance(answer, dict) or "error" in answer or "stream" not in answer:
-        return None
-    return Published(
-        stream=answer["stream"], seq=int(answer["seq"]), duplicate=bool(answer.get("duplicate"))
-    )

@@ -32,7 +32,7 @@ from services.ingress.replays import Replays
 from shared import headers as h
 from shared import subjects
 from shared.bus import Bus, NatsAuth, Published
-from shared.bus.pipeline import Pipeline, header_block
+from shared.bus.pipeline import Pipeline, _pub_ack_json, header_block
 from shared.errors import TransientError
 from shared.ledger import Ledger
 from shared.permissions import ADMIN, authorization_block
@@ -333,3 +333,34 @@ async def test_the_ingress_user_can_record_events_and_only_events(secured: NatsS
     finally:
         await ingress.close()
         await admin.close()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"not json",
+        b"[1, 2]",
+        b'{"stream": "EVENTS"}',  # no seq
+        b'{"stream": "EVENTS", "seq": "x"}',
+        b'{"stream": "EVENTS", "seq": null}',
+        b'{"error": {"code": 503, "description": "unavailable"}}',
+    ],
+)
+def test_a_reply_that_is_no_pub_ack_reads_as_none(body: bytes) -> None:
+    """Replies are read inside the client's read loop: one that is not a PubAck (from a
+    misbehaving server or anything else on the reply subject) is no PubAck, and no exception
+    that would drop the connection; the publish then goes the fallback's way."""
+    assert _pub_ack_json(body) is None
+
+
+@given(st.binary(max_size=64))
+def test_reading_any_reply_body_never_raises(body: bytes) -> None:
+    _pub_ack_json(body)
+
+
+def test_a_pub_ack_reads_as_stored_or_duplicate() -> None:
+    assert _pub_ack_json(b'{"stream":"EVENTS","seq":7}') == Published("EVENTS", 7, False)
+    assert _pub_ack_json(b'{"stream":"EVENTS","seq":7,"duplicate":true}') == Published(
+        "EVENTS", 7, True
+    )
