@@ -33,7 +33,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
-from . import catalog, telemetry
+from . import catalog, heap, telemetry
 from . import logging as desk_logging
 from .bus import Bus
 from .consumer import Consumer, ConsumerRuntime, Decoder, Delivery, Handler
@@ -102,6 +102,8 @@ class Service:
             await self.http.start()
             log.info("listening on %s", self.http.url, extra={"url": self.http.url})
         await self._connect()
+        if s.heap_trim_interval > 0 and heap.available():
+            self.every(s.heap_trim_interval, heap.trim_pass, name="heap trim")
         return self
 
     async def __aexit__(

@@ -128,6 +128,13 @@ class DeskSettings(BaseSettings):
         description="headers for the collector, 'name=value,name=value' (an API key); never logged",
     )
 
+    heap_trim_interval: float = Field(
+        default=300.0,
+        ge=0,
+        description="seconds between handing the memory the process freed back to the "
+        "operating system (glibc's malloc_trim; 0: never)",
+    )
+
     # every consumer of this service
     max_deliver: int = Field(default=5, ge=1, description="deliveries before a dead letter")
     retry_initial: float = Field(default=1.0, gt=0, description="seconds before the first retry")

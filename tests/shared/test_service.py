@@ -176,7 +176,7 @@ async def test_a_named_consumer_and_periodic_work_are_drained_together_on_stop(
                 subjects.event("helpdesk", "ticket.created"), data, msg_id="e1"
             )
             await asyncio.wait_for(handling.wait(), 10)
-            assert relaying is service.periodic[0]
+            assert relaying in service.periodic
         assert order == ["relay pass", "handler finished", "relay pass"]
     finally:
         nats.kill()
