@@ -14,6 +14,8 @@ from langgraph.store.base import BaseStore, TTLConfig
 
 from shared.db import private_dir, private_sqlite_file
 
+from . import memory
+
 
 def postgres_url(database_url: str | None) -> str | None:
     """A libpq URL if `database_url` names PostgreSQL (SQLAlchemy driver suffixes removed)."""
@@ -102,6 +104,7 @@ async def open_storage(
             await postgres.setup()  # idempotent
             store = AsyncPostgresStore(pool, ttl=_ttl(keep_days))  # type: ignore[arg-type]
             await store.setup()
+            await memory.prepare(store)
             async with _swept(store):
                 yield Storage(postgres, store)
         finally:
@@ -112,9 +115,10 @@ async def open_storage(
     # threads hold the tickets' text: a private directory, a 0600 file before SQLite opens it
     private = private_dir(Path(var_dir))
     path = private_sqlite_file(private / "drafter-checkpoints.sqlite")
-    memory = private_sqlite_file(private / "drafter-memory.sqlite")
+    remembered = private_sqlite_file(private / "drafter-memory.sqlite")
     with (
         sqlite_checkpoints(str(path)) as saver,
-        sqlite_memory(str(memory), _ttl(keep_days)) as lite,
+        sqlite_memory(str(remembered), _ttl(keep_days)) as lite,
     ):
+        await memory.prepare(lite)
         yield Storage(saver, lite)
