@@ -14,7 +14,8 @@ GLOB …` (SQLite) or by pattern (PostgreSQL) and filters the JSON of every row,
 read and sorted every example ever kept (the archive period is a year): 200 ms of SQLite per
 search at 48,000 examples in a soak, and growing with every reply sent. With the indexes
 `prepare` adds to the store's table (by namespace and time; by namespace, category and time)
-it walks only the rows it returns: 1.3 ms at the same 48,000.
+it walks only the rows it returns: 1.3 ms of SQLite at the same 48,000 (4 ms with the 500
+values decoded).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from typing import Any
 from langgraph.store.base import BaseStore
 
 from shared import similarity
+
+from .lite import SqliteMemory
 
 NAMESPACE = ("examples",)
 RECENT = 500  # the newest examples of a category that are ranked for each draft
@@ -86,8 +89,6 @@ _PREFIX = ".".join(NAMESPACE)  # how both stores write a namespace in `prefix`
 async def prepare(store: BaseStore) -> None:
     """The indexes the newest examples are read by (idempotent; a store of another kind
     needs none)."""
-    from .lite import SqliteMemory
-
     if isinstance(store, SqliteMemory):
 
         def create() -> None:
@@ -121,13 +122,11 @@ async def _recent(
     store: BaseStore, category: str | None, limit: int
 ) -> list[tuple[str, dict[str, Any], str]]:
     """The newest `limit` examples (of `category`, if given): key, value, when last written."""
-    from .lite import SqliteMemory
-
+    params = (_PREFIX, category, limit) if category else (_PREFIX, limit)
     if isinstance(store, SqliteMemory):
         query = _SQLITE_RECENT.format(
             category=" AND json_extract(value, '$.category') = ?" if category else ""
         )
-        params: tuple[Any, ...] = (_PREFIX, category, limit) if category else (_PREFIX, limit)
 
         def read() -> list[tuple[str, dict[str, Any], str]]:
             with store.lock:
@@ -142,7 +141,6 @@ async def _recent(
             category=" AND value->>'category' = %s" if category else "",
             unexpired=" AND (expires_at IS NULL OR expires_at > NOW())" if omit else "",
         )
-        params = (_PREFIX, category, limit) if category else (_PREFIX, limit)
         async with pool.connection() as conn:
             cur = await conn.execute(query, params)
             rows = await cur.fetchall()
