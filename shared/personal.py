@@ -243,12 +243,20 @@ def redact(text: str, *, names: Iterable[str] = ()) -> str:
 
 
 def _candidates(text: str, names: Iterable[str]) -> Iterator[Span]:
+    """Every span any pattern finds, overlapping; a pattern whose text cannot be there (no
+    digit, no `@`, none of its words) is not run: most replies hold few of them."""
+
     def span(kind: str, start: int, end: int) -> Span:
         return Span(kind, start, end, text[start:end])
 
-    for m in _EMAIL.finditer(text):
-        yield span("email", m.start(), m.end())
+    if "@" in text:
+        for m in _EMAIL.finditer(text):
+            yield span("email", m.start(), m.end())
     yield from _links(text)
+    yield from _names(text, names)
+    if not _DIGIT.search(text):
+        return  # everything below has a digit in it
+    folded = text.casefold()
     yield from _phones(text)
     for m in _IBAN.finditer(text):
         compact = m.group().replace(" ", "")
@@ -264,14 +272,16 @@ def _candidates(text: str, names: Iterable[str]) -> Iterator[Span]:
             yield span("vat", m.start(), m.end())
     for m in _TAX_IDS.finditer(text):
         yield span("vat", m.start(), m.end())
-    for m in _TAX_WORD.finditer(text):
-        value = m.group("v").rstrip(" ./-")
-        yield span("vat", m.start("v"), m.start("v") + len(value))
+    if any(word in folded for word in _TAX_WORDS):
+        for m in _TAX_WORD.finditer(text):
+            value = m.group("v").rstrip(" ./-")
+            yield span("vat", m.start("v"), m.start("v") + len(value))
     for m in _ORDER_TOKEN.finditer(text):
         if sum(c.isdigit() for c in m.group()) >= 3:
             yield span("order", m.start(), m.end())
-    for m in _ORDER_WORD.finditer(text):
-        yield span("order", m.start("v"), m.end("v"))
+    if any(word in folded for word in _ORDER_WORDS):
+        for m in _ORDER_WORD.finditer(text):
+            yield span("order", m.start("v"), m.end("v"))
     for m in _NUMBER.finditer(text):
         yield span("number", m.start(), m.end())
     for pattern in _ADDRESSES:
@@ -280,11 +290,73 @@ def _candidates(text: str, names: Iterable[str]) -> Iterator[Span]:
     for m in _POSTCODE_TOWN.finditer(text):
         if m.group("town").casefold() not in _NOT_TOWNS:
             yield span("address", m.start(), m.end())
-    yield from _names(text, names)
+
+
+# what `_TAX_WORD` and `_ORDER_WORD` need one of (case-folded), cheaper to look for than they are
+_TAX_WORDS = (
+    "vat",
+    "ust",
+    "uid",
+    "tva",
+    "iva",
+    "nif",
+    "cif",
+    "nie",
+    "dni",
+    "steuer",
+    "tax",
+    "tin",
+    "siren",
+    "siret",
+    "税号",
+    "纳税人",
+    "信用代码",
+)
+_ORDER_WORDS = (
+    "order",
+    "invoice",
+    "ticket",
+    "case",
+    "ref",
+    "booking",
+    "tracking",
+    "shipment",
+    "parcel",
+    "contract",
+    "customer",
+    "account",
+    "bestell",
+    "rechnung",
+    "auftrag",
+    "sendung",
+    "kunden",
+    "vertrag",
+    "commande",
+    "facture",
+    "dossier",
+    "colis",
+    "contrat",
+    "pedido",
+    "factura",
+    "reserva",
+    "env",
+    "cliente",
+    "订单",
+    "发票",
+    "运单",
+    "快递单号",
+    "工单",
+    "客户号",
+)
+_DIGIT = re.compile(r"\d")
 
 
 def _links(text: str) -> Iterator[Span]:
-    for pattern in (_URL, _IP):
+    folded = text.casefold()
+    patterns = [_URL] if "//" in text or "www" in folded else []
+    if _DIGIT.search(text):
+        patterns.append(_IP)
+    for pattern in patterns:
         for m in pattern.finditer(text):
             end = m.start() + len(m.group().rstrip(_TRAILING))
             yield Span("url", m.start(), end, text[m.start() : end])
