@@ -22,6 +22,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .bus import NatsAuth
+from .chat import Flavour as ChatFormat
 from .inbox import CATEGORIES, QUEUE_PATTERN
 from .retry import RetryPolicy
 from .source.base import Priority
@@ -487,6 +488,11 @@ class SenderSettings(HelpdeskSettings):
     notify_read_timeout: float = Field(default=8.0, gt=0)
     notify_rate: float = Field(default=1.0, gt=0, description="posts per second")
     notify_burst: int = Field(default=5, ge=1)
+    chat_format: ChatFormat = Field(
+        default="slack",
+        description="the markup of the chat the webhook posts to: slack (mrkdwn) or mattermost "
+        "(Markdown); customer text is quoted inert for it",
+    )
 
     @model_validator(mode="after")
     def _breaker(self) -> SenderSettings:
@@ -520,6 +526,10 @@ class ReconcilerSettings(HelpdeskSettings):
     inbox_url: str | None = Field(default=None, description="inbox_api base URL, for the report")
     report_token: SecretStr | None = Field(default=None, description="a viewer token for it")
     slack_webhook_url: SecretStr | None = None
+    chat_format: ChatFormat = Field(
+        default="slack",
+        description="the markup of the chat the report is posted to: slack or mattermost",
+    )
 
 
 class StackSettings(HelpdeskSettings):

@@ -1,7 +1,8 @@
 """The daily report: what came in, what waits, what failed, what it cost.
 
 Printed, published as a `report.daily` result event, and posted to a Slack-compatible
-incoming-webhook URL when one is configured.
+incoming-webhook URL when one is configured. A dead letter's error may quote what a customer
+wrote, so every line posted is quoted inert for the chat's markup (`shared.chat`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from shared import deadletters, subjects
+from shared import chat, deadletters, subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
 from shared.history import stored_since
@@ -189,10 +190,12 @@ async def publish(bus: Bus, report: dict[str, Any], now: dt.datetime) -> None:
     await bus.publish_envelope(subjects.result(REPORT_DAILY), envelope)
 
 
-async def post_to_slack(url: str, text: str) -> bool:
+async def post_to_slack(url: str, text: str, flavour: chat.Flavour = "slack") -> bool:
+    """Post the rendered report, every line quoted inert for `flavour`, previews off."""
+    body = chat.payload(chat.quote_lines(text, flavour), flavour)
     try:
         async with httpx.AsyncClient(timeout=httpx.Timeout(8, connect=3)) as client:
-            answer = await client.post(url, json={"text": text})
+            answer = await client.post(url, json=body)
         return answer.status_code < 300
     except httpx.HTTPError as exc:
         log.warning("report not posted to the chat webhook: %s", exc.__class__.__name__)

@@ -72,6 +72,7 @@ def make_notify_webhook(settings: SenderSettings) -> SlackWebhook | None:
         read_timeout=settings.notify_read_timeout,
         breaker=breaker,
         bucket=TokenBucket(settings.notify_rate, settings.notify_burst),
+        flavour=settings.chat_format,
     )
 
 

@@ -4,6 +4,8 @@ For each routed event on `work.notify.<type>`, once: a short message naming the 
 from the helpdesk when it can be, else what the event says) is posted as `{"text": …}` to an
 incoming webhook, behind timeouts, a circuit breaker and a rate limit like the reply channel.
 Without a webhook the notification is logged and counted, and still recorded as sent (`log`).
+What the customer wrote (a subject, a name, a summary) is quoted inert for the chat's markup,
+Slack's or Mattermost's (`shared.chat`): it can link, embed, mention or format nothing.
 
 | webhook answer                                  | outcome                                     |
 |-------------------------------------------------|---------------------------------------------|
@@ -33,7 +35,7 @@ import httpx
 from prometheus_client import Counter
 from sqlalchemy.engine import Engine
 
-from shared import answers, ids, jsonpath, subjects
+from shared import answers, chat, ids, jsonpath, subjects
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError
@@ -87,8 +89,10 @@ class SlackWebhook:
         read_timeout: float,
         breaker: CircuitBreaker,
         bucket: TokenBucket,
+        flavour: chat.Flavour = "slack",
     ) -> None:
         self.url = url  # a secret: it carries the webhook's token; never logged
+        self.flavour = flavour
         self.breaker = breaker
         self.bucket = bucket
         self.client = httpx.AsyncClient(
@@ -106,7 +110,7 @@ class SlackWebhook:
             self.breaker.release()  # no call made: hand back a half-open probe slot, if taken
             raise TransientError("notify rate limit", retry_after=self.bucket.wait_time())
         try:
-            response = await self.client.post(self.url, json={"text": text})
+            response = await self.client.post(self.url, json=chat.payload(text, self.flavour))
         except httpx.HTTPError as exc:  # no connection, a timeout, a broken exchange
             self.breaker.record(False)
             return Attempt("retry", None, f"no answer: {exc.__class__.__name__}")
@@ -151,6 +155,10 @@ class Notifier:
     def channel(self) -> str:
         return self.webhook.name if self.webhook else LOG
 
+    @property
+    def flavour(self) -> chat.Flavour:
+        return self.webhook.flavour if self.webhook else "slack"
+
     async def close(self) -> None:
         if self.webhook is not None:
             await self.webhook.close()
@@ -166,7 +174,7 @@ class Notifier:
         ticket_id = ref.ticket_id if ref and ref.ticket_id else None
 
         async def text() -> str:
-            return message(envelope, ref, await self._ticket(ref))
+            return message(envelope, ref, await self._ticket(ref), self.flavour)
 
         # the event's id, not this copy's: a duplicate matches
         await self._once(envelope.id, ticket_id, event_type, text, delivery.attempt)
@@ -177,7 +185,7 @@ class Notifier:
         notice: Notice = delivery.payload  # checked by the runtime (Consumer.payload)
 
         async def text() -> str:
-            return notice_message(notice)
+            return notice_message(notice, self.flavour)
 
         await self._once(notice.id, notice.ticket_id, notice.kind, text, delivery.attempt)
 
@@ -318,40 +326,47 @@ NAME_PATHS = ("data.customer.name", "data.ticket.customer.name", "customer.name"
 MAX_SUBJECT = 150
 
 
-def message(envelope: Envelope, ref: TicketRef | None, ticket: Ticket | None) -> str:
+def message(
+    envelope: Envelope,
+    ref: TicketRef | None,
+    ticket: Ticket | None,
+    flavour: chat.Flavour = "slack",
+) -> str:
     """`Urgent ticket T1008 — "Locked out …" from Mateus Oliveira. Review it in the inbox.`
 
     No e-mail address or phone number: a name only, and anything that looks like either masked.
+    Every value from the event or the ticket is quoted inert for `flavour`.
     """
     subject: str | None
     name: str | None
     if ticket is not None:
-        what = f"Urgent ticket {ticket.id}"
+        what = f"Urgent ticket {chat.quote(ticket.id, flavour)}"
         subject, name = ticket.subject, ticket.customer.name
     else:
         body = envelope.data
         subject, name = _text(body, SUBJECT_PATHS), _text(body, NAME_PATHS) or _from_name(body)
         if ref is not None and ref.ticket_id:
-            what = f"Urgent ticket {ref.ticket_id}"
+            what = f"Urgent ticket {chat.quote(ref.ticket_id, flavour)}"
         elif isinstance(body, dict) and "From" in body:
             what = "Urgent e-mail"
         else:
-            what = f"Urgent {envelope.type} event"
+            what = f"Urgent {chat.quote(envelope.type, flavour)} event"
         if not subject:
-            what += f" ({envelope.type})"
+            what += f" ({chat.quote(envelope.type, flavour)})"
     text = what
     if subject:
-        text += f' — "{_clean(subject, MAX_SUBJECT)}"'
+        text += f' — "{_clean(subject, MAX_SUBJECT, flavour)}"'
     if name:
-        text += f" from {_clean(name, 80)}"
-    return _escape(text) + ". Review it in the inbox."
+        text += f" from {_clean(name, 80, flavour)}"
+    return text + ". Review it in the inbox."
 
 
-def notice_message(notice: Notice) -> str:
+def notice_message(notice: Notice, flavour: chat.Flavour = "slack") -> str:
     """An escalation: `Ticket T1012 (urgent, billing queue) from Mateus Oliveira is past its
     target (due 14:05 UTC): "Refund for a double charge". Review it in the inbox.`; a digest:
     `Billing queue: 4 waiting (1 past target, 2 nearing it); the oldest has waited 3 h 10 min.`
-    Names only, masked like the rest; mentions (`<@U…>`) are the only markup it makes."""
+    Names only, masked and quoted like the rest; Slack mentions (`<@U…>`) of the queue's
+    reviewers are the only markup it makes."""
     queue = f"{notice.queue} queue" if notice.queue else "no queue"
     if notice.kind == "digest" and notice.digest is not None:
         d = notice.digest
@@ -361,12 +376,12 @@ def notice_message(notice: Notice) -> str:
         if late:
             text += f" ({', '.join(late)})"
         text += f"; the oldest has waited {_duration(d.oldest_seconds)}."
-        return _escape(text)
+        return chat.quote(text, flavour)
     what = f"Ticket {notice.ticket_id}" if notice.ticket_id else "An item"
     detail = ", ".join(x for x in (notice.priority, queue) if x)
-    text = f"{what} ({detail})"
+    text = chat.quote(f"{what} ({detail})", flavour)
     if notice.customer:
-        text += f" from {_clean(notice.customer, 80)}"
+        text += f" from {_clean(notice.customer, 80, flavour)}"
     if notice.kind == "sla.past":
         text += " is past its target"
     else:
@@ -374,8 +389,10 @@ def notice_message(notice: Notice) -> str:
     if notice.due_at is not None:
         text += f" (due {notice.due_at.astimezone(dt.UTC):%H:%M} UTC)"
     if notice.summary:
-        text += f': "{_clean(notice.summary, MAX_SUBJECT)}"'
-    text = _escape(text) + ". Review it in the inbox."
+        text += f': "{_clean(notice.summary, MAX_SUBJECT, flavour)}"'
+    text += ". Review it in the inbox."
+    if flavour != "slack":  # member ids are Slack's
+        return text
     mentions = [f"<@{m}>" for m in notice.mention if _MEMBER.fullmatch(m)]
     return " ".join([*mentions, text])
 
@@ -409,11 +426,8 @@ def _from_name(body: Any) -> str | None:
     return sender.split("<")[0].strip().strip('"') or None
 
 
-def _clean(value: str, limit: int) -> str:
-    text = redact(" ".join(value.split()))
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _escape(text: str) -> str:
-    """Slack's three control characters, so a subject cannot forge a link or a `<!channel>`."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def _clean(value: str, limit: int, flavour: chat.Flavour) -> str:
+    """One line of customer text: contact details masked, cut to `limit`, then quoted inert."""
+    text = redact(chat.one_line(value))
+    text = text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return chat.quote(text, flavour)

@@ -5,17 +5,21 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+from markdown_it import MarkdownIt
 
 from desk.natsserver import NatsServer
-from services.reconciler.report import render
+from services.reconciler.report import post_to_slack, render
 from shared import subjects
 from shared.bus import Bus
+from shared.chat import JOINER, quote_lines
 from shared.consumer import ConsumerRuntime
 from shared.envelope import Envelope
 from shared.errors import PermanentError
@@ -78,7 +82,7 @@ async def test_the_report_lists_a_dead_letter_and_the_oldest_waiting_item(
         assert "Dead letters: 1" in done.stdout
         assert "Review, last 24 h: no decisions" in done.stdout  # the inbox's analytics, 24 h
         [posted] = fake_channel.requests
-        assert json.loads(posted["body"])["text"] == done.stdout.strip()
+        assert json.loads(posted["body"])["text"] == quote_lines(done.stdout.strip(), "slack")
 
         # a token the inbox does not know: the report says which answer it got
         refused = await asyncio.to_thread(
@@ -156,3 +160,36 @@ def test_the_report_of_an_inbox_without_review_figures_leaves_them_out() -> None
     assert "Review, last 7 days: no decisions" in render(
         a_report({"by_status": {}, "review": quiet})
     )
+
+
+HOSTILE = (
+    "ticket *bold* _x_ `c` @channel <!channel> <@U024BE7LH> [click](https://evil.example/r) "
+    "![](https://evil.example/p.png) evil-support.com/login"
+)
+
+
+@pytest.mark.parametrize("flavour", ["slack", "mattermost"])
+async def test_every_line_of_the_posted_report_is_inert(
+    fake_channel: FakeChannel, flavour: str
+) -> None:
+    report = a_report({"by_status": {"waiting": 1}, "oldest_waiting": None})
+    letter = {"id": 7, "service": "drafter", "subject": "work.drafter.x", "attempts": 1}
+    report["dead_letters"] = [{**letter, "error": HOSTILE}]
+    report["events"] = {"<!here> *x*": 1}
+    assert await post_to_slack(fake_channel.url, render(report), flavour)  # type: ignore[arg-type]
+
+    [posted] = fake_channel.requests
+    body = json.loads(posted["body"])
+    text = body["text"]
+    assert not re.search(r"(?i)@(?:channel|all|here)\b|<[!@]", text), text
+    assert not re.search(r"(?i)\bhttps?://|\b[\w-]+\.(?:example|com)\b", text), text
+    if flavour == "slack":
+        assert (body["unfurl_links"], body["unfurl_media"]) == (False, False)
+        assert not set("<>*_~`") & set(text), text
+    else:
+        html = MarkdownIt("commonmark").enable(["strikethrough", "table"]).render(text)
+        for tag in ("<a", "<img", "<strong", "<em", "<s>", "<code", "<!", "<h", "<ul", "<ol"):
+            assert tag not in html, html
+    lines = text.replace(JOINER, "").splitlines()
+    assert len(lines) == len(render(report).splitlines())  # line by line, none added or lost
+    assert "@channel" in text.replace(JOINER, "")  # quoted, not dropped

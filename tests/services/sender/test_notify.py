@@ -6,21 +6,24 @@ from __future__ import annotations
 import datetime as dt
 import email.utils
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from markdown_it import MarkdownIt
 
 from desk.helpdesk import ensure_demo
 from services.sender import notifications
 from services.sender.breaker import BreakerSettings, CircuitBreaker
 from services.sender.notifier import SlackWebhook, message
 from services.sender.ratelimit import TokenBucket
-from shared import ids, subjects
+from shared import chat, ids, subjects
 from shared.bus import Bus
 from shared.db import database_url, make_engine
 from shared.envelope import Envelope
+from shared.inbox import Notice
 from shared.source.events import ticket_event, ticket_ref
 from standins.channel import FakeChannel
 from tests.helpers import eventually
@@ -341,6 +344,83 @@ def test_the_message_escapes_slack_control_characters_and_masks_contact_details(
 
 def test_an_event_with_no_subject_names_its_type() -> None:
     event = urgent_event("T2", "e")
-    assert message(event, ticket_ref(event.data), None) == (
+    text = message(event, ticket_ref(event.data), None)
+    assert text.replace(chat.JOINER, "") == (
         "Urgent ticket T2 (ticket.created). Review it in the inbox."
     )
+
+
+# -- customer text in the team's chat is inert ----------------------------------------------------
+
+HOSTILE_SUBJECT = (
+    "Refund\r\nBcc: all@desk.example *bold* _now_ ~gone~ `x` @channel <!channel> <@U024BE7LH> "
+    "evil-support.com/login [click](https://evil.example/reset) ![](https://evil.example/p.png)"
+)
+HOSTILE_NAME = "Eve @all <!here> *VIP* http://evil.example/x"
+# what would be live if the chat read it as markup: a mention, a link, a bare domain
+LIVE_MENTION = re.compile(r"(?i)@(?:channel|all|here|everyone)\b|<[!@#]")
+LIVE_LINK = re.compile(r"(?i)\b(?:https?|ftp)://|\b[\w-]+\.(?:example|com)\b")
+
+
+def assert_inert(body: dict[str, Any], flavour: str, ours: str = "") -> str:
+    """The text of one webhook post in which nothing the customer wrote is live in `flavour`'s
+    markup; `ours` is our own markup at its start (a Slack mention), the only one allowed."""
+    text = body["text"]
+    assert text.startswith(ours)
+    rest = text[len(ours) :]
+    assert "\n" not in text and "\r" not in text
+    assert not LIVE_MENTION.search(rest), rest
+    assert not LIVE_LINK.search(rest), rest
+    if flavour == "slack":
+        assert (body["unfurl_links"], body["unfurl_media"]) == (False, False)
+        assert not set("<>*_~`") & set(rest), rest  # no tag, link or formatting mark
+    else:
+        html = MarkdownIt("commonmark").enable(["strikethrough", "table"]).render(rest)
+        for tag in ("<a", "<img", "<strong", "<em", "<s>", "<code", "<!", "<h", "<ul", "<ol"):
+            assert tag not in html, html
+    # quoted, not dropped: the team still reads what the customer wrote
+    shown = rest.replace(chat.JOINER, "")
+    assert "@channel" in shown or "@all" in shown
+    return shown
+
+
+@pytest.mark.parametrize("flavour", ["slack", "mattermost"])
+async def test_customer_text_in_urgent_and_sla_posts_is_inert(
+    bus: Bus, senders: Senders, fake_channel: FakeChannel, helpdesk: str, flavour: str
+) -> None:
+    webhook(senders, fake_channel)
+    senders.start(DESK_CHAT_FORMAT=flavour)
+    event = urgent_event(
+        "T9999", "evt_hostile", subject=HOSTILE_SUBJECT, customer={"name": HOSTILE_NAME}
+    )
+    await route(bus, event)
+    at = dt.datetime.now(dt.UTC)
+    notice = Notice(
+        id="sla.past:T9999:r1",
+        kind="sla.past",
+        at=at,
+        queue="billing",
+        ticket_id="T9999",
+        priority="urgent",
+        customer=HOSTILE_NAME,
+        summary=HOSTILE_SUBJECT,
+        due_at=at,
+        mention=["U0ANA"],
+    )
+    envelope = Envelope(
+        id=notice.id,
+        source="/desk/inbox_api",
+        type=subjects.INBOX_NOTICE,
+        time=at,
+        data=notice.model_dump(mode="json"),
+    )
+    await bus.publish_envelope(subjects.INBOX_NOTICE, envelope)
+    await eventually(lambda: published(bus, "notify.sent", 2), timeout=15, message="two posts")
+
+    bodies = [json.loads(r["body"]) for r in fake_channel.requests]
+    [urgent] = [b for b in bodies if b["text"].startswith("Urgent")]
+    [sla] = [b for b in bodies if "past its target" in b["text"]]
+    shown = assert_inert(urgent, flavour)
+    assert shown.startswith("Urgent ticket T9999 — ")
+    assert "Bcc" in shown  # on the same line: a subject cannot add a line of its own
+    assert_inert(sla, flavour, ours="<@U0ANA> " if flavour == "slack" else "")
