@@ -14,10 +14,14 @@ system prompt or `--prompt FILE`, and the knowledge base in `DESK_KNOWLEDGE_DIR`
 `--knowledge` (the demo's articles when neither nor a helpdesk is configured, as `desk up`
 gives the demo's drafter). The table says, per category and overall, how often the
 category was right, how many criteria were met, how often retrieval found an expected article,
-and the tokens and cost; `--json` writes everything, case by case. The run passes when the
+and the tokens and cost; `--json` writes everything, case by case, with the case file's
+sha256 (the inbox recomputes the verdict from those case results before it lets the report
+enable auto-send: `shared.evidence`). The run passes when the
 category is right in at least 90 % of the cases, at least 90 % of the criteria are met, no
 `must_not` was said and no case failed; exit status 0 when it passes, 1 when it does not, 2 when
-it could not run.
+it could not run. Every run also measures the foreign-data screen on its labelled replies
+(`desk/evals/screening.yaml`, or `--screening-cases`): precision and recall, printed after the
+table and kept under `screening` in the JSON (`desk.screening_eval`).
 
 `desk eval --from-review-log` turns what reviewers sent (accepted and edited replies, read from
 the inbox API) into cases with their category and the sent text as `reference`, writes them to
@@ -41,13 +45,16 @@ from urllib.parse import quote
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from shared import evidence
 from shared.errors import DeskError
 from shared.inbox import CATEGORIES
 from shared.settings import ConfigError, DrafterSettings, RetrieverName, first_error
 
+from . import screening_eval
+
 DEMO_CASES = Path(__file__).parent / "evals" / "demo.yaml"
-PASS_CATEGORY = 0.9
-PASS_CRITERIA = 0.9
+PASS_CATEGORY = evidence.PASS_CATEGORY  # the pass rule is shared: the inbox recomputes it
+PASS_CRITERIA = evidence.PASS_CRITERIA
 MONEY = r"re:(\$|€|£)\s?\d"
 
 
@@ -133,13 +140,17 @@ class CaseFile(BaseModel):
     version: int
     name: str
     cases: list[Case] = Field(min_length=1)
+    sha256: str = Field(default="", exclude=True)  # of the file as read (`sha256sum`)
 
 
 def load(path: Path) -> CaseFile:
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
+        raw = yaml.safe_load(data.decode("utf-8"))
     except OSError as exc:
         raise EvalError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise EvalError(f"{path} is not UTF-8 text") from None
     except yaml.YAMLError as exc:
         raise EvalError(f"{path} is not YAML: {exc}") from None
     try:
@@ -153,6 +164,7 @@ def load(path: Path) -> CaseFile:
         if case.id in seen:
             raise EvalError(f"{path}: two cases have the id {case.id!r}")
         seen.add(case.id)
+    found.sha256 = evidence.digest(data)
     return found
 
 
@@ -254,12 +266,7 @@ def summary(outcomes: list[Outcome]) -> dict[str, Any]:
 
 
 def passed(overall: dict[str, Any]) -> bool:
-    return (
-        (overall["category_accuracy"] or 0) >= PASS_CATEGORY
-        and (overall["criteria_met"] if overall["criteria_met"] is not None else 1) >= PASS_CRITERIA
-        and overall["must_not_said"] == 0
-        and overall["errors"] == 0
-    )
+    return evidence.passes(overall)
 
 
 @dataclass
@@ -270,6 +277,8 @@ class Report:
     prompt: str
     knowledge: str
     outcomes: list[Outcome]
+    sha256: str = ""  # the case file's, as read: the evidence names the file it was run on
+    screening: dict[str, Any] | None = None  # the foreign-data screen's figures
 
     def as_json(self) -> dict[str, Any]:
         by_category = {
@@ -278,7 +287,7 @@ class Report:
         }
         overall = summary(self.outcomes)
         return {
-            "cases_file": {"name": self.name, "version": self.version},
+            "cases_file": {"name": self.name, "version": self.version, "sha256": self.sha256},
             "model": self.model,
             "prompt": self.prompt,
             "knowledge": self.knowledge,
@@ -286,6 +295,7 @@ class Report:
             "by_category": by_category,
             "passed": passed(overall),
             "cases": [{**asdict(o), "ok": o.ok} for o in self.outcomes],
+            "screening": self.screening,
         }
 
 
@@ -330,6 +340,8 @@ def render(report: Report) -> str:
         f" (needs category ≥ {PASS_CATEGORY:.0%}, criteria ≥ {PASS_CRITERIA:.0%},"
         " nothing it must not say, no errors)",
     ]
+    if report.screening is not None:
+        lines += ["", *screening_eval.render(report.screening)]
     return "\n".join(lines)
 
 
@@ -385,7 +397,7 @@ async def run(cases: CaseFile, settings: DrafterSettings, system: str, prompt_na
     knowledge = str(settings.knowledge_dir) if settings.knowledge_dir else "none"
     if deps.knowledge is not None and settings.knowledge_retriever != "bm25":
         knowledge += f" ({settings.knowledge_retriever})"
-    return Report(cases.name, cases.version, name, prompt_name, knowledge, outcomes)
+    return Report(cases.name, cases.version, name, prompt_name, knowledge, outcomes, cases.sha256)
 
 
 # -- from the review log ------------------------------------------------------------------
@@ -477,6 +489,12 @@ def add_arguments(subparsers: Any) -> None:
     ev.add_argument("--token", help="reviewer or viewer token (default: $DESK_TOKEN)")
     ev.add_argument("--write", type=Path, help="with --from-review-log: where to save the cases")
     ev.add_argument("--json", type=Path, help="write the full report as JSON here ('-': stdout)")
+    ev.add_argument(
+        "--screening-cases",
+        type=Path,
+        help="labelled replies to measure the foreign-data screen on"
+        f" (default: {screening_eval.SCREENING_CASES.name})",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -493,10 +511,17 @@ def main(args: argparse.Namespace) -> int:
             cases = asyncio.run(_review_log(url, token))
             target = args.write or settings.var_dir / "evals" / "review-log.yaml"
             _save(cases, target)
+            cases.sha256 = evidence.digest(target.read_bytes())  # the file as written
             print(f"{len(cases.cases)} cases from the review log written to {target}")
         else:
             cases = load(args.cases or DEMO_CASES)
+        screened = args.screening_cases or screening_eval.SCREENING_CASES
+        try:
+            screening = screening_eval.report(screening_eval.load(screened), screened)
+        except screening_eval.ScreeningError as exc:
+            raise EvalError(str(exc)) from None
         report = asyncio.run(run(cases, settings, system, prompt_name))
+        report.screening = screening
     except EvalError as exc:
         print(f"desk eval: {exc}", file=sys.stderr)
         return 2

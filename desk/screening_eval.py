@@ -178,6 +178,12 @@ def render(data: dict[str, Any]) -> list[str]:
         lines.append(
             f"{lang:<10} {s['cases']:>7} {_pct(s['precision']):>10} {_pct(s['recall']):>8}"
         )
+    held = data["held_out"]
+    if held["cases"]:
+        lines.append(
+            f"written after the rules were settled: {held['cases']} replies"
+            f" · precision {_pct(held['precision'])} · recall {_pct(held['recall'])}"
+        )
     by_kind = " · ".join(f"{k} {_pct(r)}" for k, r in data["recall_by_kind"].items())
     lines.append(f"recall by kind: {by_kind}")
     if data["missed"]:

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+from shared import screening
+
+from .knowledge import Passage
 
 # Words that mean a supervisor must see the ticket before anyone replies. English is matched on
 # word boundaries; Chinese as substrings (no spaces between words).
@@ -60,3 +65,25 @@ def draft_problems(
     if not allow_links and _LINK.search(reply):
         problems.append("the reply contains a link; links are not allowed")
     return problems
+
+
+def foreign_data(
+    reply: str,
+    ticket: Mapping[str, Any],
+    cited: Iterable[Passage],
+    guidance: Iterable[str] = (),
+) -> list[str]:
+    """What the foreign-data screen (`shared.screening`) finds in a reply to `ticket`: the
+    conversation as the customer and the team wrote it, against the `cited` knowledge passages
+    (their text, title and address) and what reviewers told the draft (`guidance`: feedback and
+    the category's standing instructions). The inbox screens an item on the same texts."""
+    conversation = screening.conversation_texts(
+        ticket.get("subject"), ticket.get("customer"), ticket.get("messages") or ()
+    )
+    knowledge = [
+        text
+        for p in cited
+        for text in (p.text, p.title, p.url)
+        if text
+    ]
+    return screening.screen(reply, conversation=conversation, knowledge=[*knowledge, *guidance])

@@ -37,9 +37,11 @@ async def write(
     deps: Deps, ticket: dict[str, Any], round_: dict[str, Any], asked: Asked
 ) -> Written:
     problems: list[str] = []
+    screened: list[str] = []  # foreign data: warnings for a person, never hints to the model
+    before: list[str] = []  # what the screen found in a draft that was redrafted
     tokens_in = tokens_out = 0
     answer = None
-    for _attempt in (1, 2):  # a draft that fails the checks is redrafted once
+    for attempt in (1, 2):  # a draft that fails the checks is redrafted once
         messages = prompt.messages(
             ticket,
             asked.feedback,
@@ -54,8 +56,9 @@ async def write(
         tokens_in += answer.input_tokens
         tokens_out += answer.output_tokens
         if answer.draft is None:
-            problems = [answer.problem or "no draft"]
+            problems, screened = [answer.problem or "no draft"], []
         else:
+            screened = _screened(answer.draft, ticket, asked)
             problems = checks.draft_problems(
                 answer.draft.summary,
                 answer.draft.reply,
@@ -66,6 +69,19 @@ async def write(
             )
         if not problems:
             break
+        if attempt == 1:
+            before = screened
     assert answer is not None
     usd = (tokens_in * deps.price_input + tokens_out * deps.price_output) / 1_000_000
+    if answer.draft is not None:  # a steered first draft is worth a look, however clean the next
+        problems = [*problems, *screened]
+        problems += [f"the draft before the redraft: {w}" for w in before if w not in screened]
     return Written(answer.draft, problems, tokens_in, tokens_out, round(usd, 6))
+
+
+def _screened(draft: prompt.Draft, ticket: dict[str, Any], asked: Asked) -> list[str]:
+    """The foreign-data screen on a draft, against the passages it cites and what reviewers
+    told it: the texts its inbox item carries."""
+    cited = [p for p in asked.passages if p.article in set(draft.sources)]
+    guidance = [*asked.feedback, *asked.instructions.get(draft.category, [])]
+    return checks.foreign_data(draft.reply, ticket, cited, guidance)
