@@ -218,6 +218,18 @@ class ImapSettings(IngressSettings):
     imap_mailbox: str = "INBOX"
     imap_source: str = "email"
     imap_interval: float = Field(default=30.0, gt=0, description="seconds between polls")
+    imap_max_bytes: int = Field(
+        default=256 * 1024,
+        gt=0,
+        le=768 * 1024,
+        description="bytes of a mail (and of its event) stored whole; a larger one is stored as "
+        "a stand-in without its body (at most 768 KiB: below the broker's 1 MiB payload limit)",
+    )
+    imap_quarantine: str = Field(
+        default="",
+        description="mailbox a mail stored as a stand-in is moved to (empty: it stays, flagged "
+        "seen)",
+    )
 
 
 class RouterSettings(DeskSettings):

@@ -31,6 +31,25 @@ BODY_BYTES = Histogram(
     buckets=(256, 1024, 4096, 16384, 65536, 262144, 1048576),
 )
 
+# `desk ingress imap`, the mail poller. Defined with the webhook's metrics, so both processes
+# export them from the start (the webhook ingress at 0): a rule reading them always has series.
+QUARANTINED = Counter(
+    "desk_imap_quarantined_total",
+    "Mails stored as a stand-in without their body, by reason.",
+    ["reason"],
+)
+POLLS = Counter(
+    "desk_imap_polls_total",
+    "Polls of the mailbox, by outcome (failed: the mailbox or the broker refused; its mails "
+    "wait for the next poll).",
+    ["outcome"],
+)
+QUARANTINE_REASONS = ("too_large", "unreadable")
+for _reason in QUARANTINE_REASONS:
+    QUARANTINED.labels(_reason)
+for _outcome in ("ok", "failed"):
+    POLLS.labels(_outcome)
+
 # Every status `app.receive` answers a configured source with; an unknown source gets 404.
 STATUSES = (202, 400, 401, 408, 413, 415, 503)
 UNKNOWN = "unknown"

@@ -576,6 +576,7 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scraped]:
 def _owner(metric: str) -> tuple[str, ...]:
     """The services that must export a desk metric: its prefix names the owner, else all."""
     owner = next((s for s in SERVICES if metric.startswith(f"desk_{s}_")), None)
+    owner = owner or ("ingress" if metric.startswith("desk_imap_") else None)  # its metrics.py
     owner = owner or ("inbox_api" if metric.startswith("desk_inbox_") else None)
     return (owner,) if owner else SERVICES
 
@@ -894,6 +895,20 @@ PROMTOOL_TESTS: dict[str, Any] = {
             [_series("desk_reconciler_last_success_timestamp_seconds", "0+60x10 600x40")],
             _expect("28m", "DeskReconcilerStale"),
             _expect("35m", "DeskReconcilerStale", WARNING),
+        ),
+        # a mail poller whose polls all fail fires after 20 minutes; one whose polls succeed
+        # between failures does not, nor does the webhook ingress (its counters stay 0)
+        _case(
+            [
+                _series("desk_imap_polls_total", "0+1x40", pod="imap-a", outcome="failed"),
+                _series("desk_imap_polls_total", "5x40", pod="imap-a", outcome="ok"),
+                _series("desk_imap_polls_total", "0+1x40", pod="imap-b", outcome="failed"),
+                _series("desk_imap_polls_total", "0+1x40", pod="imap-b", outcome="ok"),
+                _series("desk_imap_polls_total", "0x40", pod="ingress", outcome="failed"),
+                _series("desk_imap_polls_total", "0x40", pod="ingress", outcome="ok"),
+            ],
+            _expect("3m", "DeskMailIntakeFailing"),
+            _expect("25m", "DeskMailIntakeFailing", {**CRITICAL, "pod": "imap-a"}),
         ),
         # a target down, and a service no target of which is scraped
         _case(
