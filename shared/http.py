@@ -6,6 +6,13 @@ Kubernetes Service) never exposes health or metrics: only the kubelet and Promet
 ops port. uvicorn runs inside the service's event loop on a socket bound up front (so port 0
 works and the real port is known), without its own signal handling: the service owns the
 signals.
+
+Slow clients cannot hold connections: uvicorn only times out a keep-alive connection that sends
+nothing, so its HTTP protocol gets two deadlines here (`deadline_protocol`). A request's line
+and headers must be complete within `header_timeout` seconds of the connection opening or of the
+previous response, however slowly they trickle in (else 408 and the connection is closed); a
+request body may pause for at most `idle_timeout` seconds between two reads (else the connection
+is closed and the app sees the client gone). A slow body that keeps coming is fine.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 ReadyCheck = Callable[[], Awaitable[dict[str, bool]]]
 ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
@@ -50,6 +58,74 @@ def health_routes(ready: ReadyCheck) -> list[BaseRoute]:
     ]
 
 
+REQUEST_TIMEOUT = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: 24\r\nconnection: close\r\n\r\nrequest headers too slow"
+)
+
+
+def deadline_protocol(
+    header_timeout: float, idle_timeout: float, base: type[asyncio.Protocol] = AutoHTTPProtocol
+) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol (`base`: httptools' or h11's) with a header deadline and an idle
+    timeout for request bodies; see the module's docstring."""
+
+    class DeadlineProtocol(base):  # type: ignore[valid-type,misc]
+        _header_timer: asyncio.TimerHandle | None = None
+        _idle_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._await_request()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            for timer in (self._header_timer, self._idle_timer):
+                if timer is not None:
+                    timer.cancel()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._reading_body():
+                if self._idle_timer is not None:
+                    self._idle_timer.cancel()
+                self._idle_timer = self.loop.call_later(idle_timeout, self._idle)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and self._between_requests():
+                self._await_request()
+
+        def _await_request(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+            self._header_timer = self.loop.call_later(header_timeout, self._headers_late)
+
+        def _between_requests(self) -> bool:
+            """No request whose headers are complete is being answered."""
+            return self.cycle is None or self.cycle.response_complete
+
+        def _reading_body(self) -> bool:
+            return not self._between_requests() and self.cycle.more_body
+
+        def _headers_late(self) -> None:
+            self._header_timer = None
+            if self._between_requests() and not self.transport.is_closing():
+                self.transport.write(REQUEST_TIMEOUT)
+                self.transport.close()
+
+        def _idle(self) -> None:
+            self._idle_timer = None
+            if not self._reading_body() or self.transport.is_closing():
+                return
+            if self.flow.read_paused:  # the app is behind, not the client
+                self._idle_timer = self.loop.call_later(idle_timeout, self._idle)
+                return
+            self.transport.close()
+
+    return DeadlineProtocol
+
+
 class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -65,6 +141,8 @@ class HttpServer:
         *,
         forwarded_allow_ips: str = "127.0.0.1",
         grace: float = 10.0,
+        header_timeout: float = 10.0,
+        idle_timeout: float = 30.0,
     ) -> None:
         self.app = app
         self.host = host
@@ -82,6 +160,7 @@ class HttpServer:
         # client address is what the inbox throttles failed logins by.
         config = uvicorn.Config(
             app,
+            http=deadline_protocol(header_timeout, idle_timeout),
             log_config=None,
             lifespan="off",
             access_log=False,

@@ -67,6 +67,8 @@ class Service:
             settings.http_host,
             settings.ops_port,
             grace=settings.drain_timeout,
+            header_timeout=settings.http_header_timeout,
+            idle_timeout=settings.http_idle_timeout,
         )
         self.periodic: list[Periodic] = []
         # the service's own routes, if it has any: nothing else is on this port
@@ -83,6 +85,8 @@ class Service:
                 settings.http_port,
                 forwarded_allow_ips=settings.forwarded_allow_ips,
                 grace=settings.drain_timeout,
+                header_timeout=settings.http_header_timeout,
+                idle_timeout=settings.http_idle_timeout,
             )
         self._stop = asyncio.Event()
         self._draining = False

@@ -111,6 +111,20 @@ class DeskSettings(BaseSettings):
         "X-Forwarded-For names the client: set it to your Ingress controller's pod network",
     )
     drain_timeout: float = Field(default=20.0, gt=0, description="seconds to finish in-flight work")
+    http_header_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description="seconds a request's line and headers may take in all, from the connection "
+        "or the previous response (a slow-header client is answered 408 and closed)",
+    )
+    http_idle_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="seconds a request body may pause between two reads before the connection "
+        "is closed",
+    )
     archive_days: float = Field(
         default=365.0,
         ge=ARCHIVE_MIN_DAYS,
