@@ -4,11 +4,13 @@ knowledge it cites; and the replies a careful team writes every day, which must 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from shared.screening import conversation_texts, links, screen
 
-TICKET = {
+TICKET: dict[str, Any] = {
     "subject": "Charged twice for my subscription",
     "customer": {"name": "Daniel Murphy", "email": "daniel.murphy@example.com"},
     "messages": [
@@ -164,4 +166,4 @@ def test_links_are_found_however_they_are_written() -> None:
     found = {str(link) for link in links(text)}
     assert {"evil.io/x", "203.0.113.7/login", "evil-support.com", "evil.cn"} <= found
     assert {"example.com/reset", "phish.io"} <= {f.casefold() for f in found}
-    assert "nоrthwind-shop.com" in found  # a look-alike (Cyrillic о) is a domain of its own
+    assert "nоrthwind-shop.com" in found  # a look-alike: a domain of its own

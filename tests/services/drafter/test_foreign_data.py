@@ -27,6 +27,10 @@ CLEAN = (
 )
 
 
+async def drafted(bus: Bus) -> bool:
+    return bool(await items(bus))
+
+
 def draft(reply: str) -> dict[str, Any]:
     return {"category": "billing", "summary": "Charged twice", "reply": reply, "sources": []}
 
@@ -37,7 +41,7 @@ async def test_a_phishing_draft_waits_for_a_person_with_each_thing_named(
     fake_llm.responder = lambda body: draft(PHISHING)
     harness.start()
     await send_event(bus, "T1012", "evt_foreign_1")
-    await eventually(lambda: items(bus), timeout=20, message="the inbox item")
+    await eventually(lambda: drafted(bus), timeout=20, message="the inbox item")
     [item] = await items(bus)
     assert item.action_request.args["reply"] == PHISHING
     found = "\n".join(item.warnings)
@@ -68,7 +72,7 @@ async def test_what_a_redrafted_first_draft_carried_stays_on_the_item(
     fake_llm.responder = first_hostile
     harness.start()
     await send_event(bus, "T1012", "evt_foreign_2")
-    await eventually(lambda: items(bus), timeout=20, message="the inbox item")
+    await eventually(lambda: drafted(bus), timeout=20, message="the inbox item")
     [item] = await items(bus)
     assert item.action_request.args["reply"] == CLEAN
     [redraft] = fake_llm.requests[1:]
