@@ -35,9 +35,24 @@ async def stored_counts(admin_url: str) -> dict[str, int]:
             counts[source] = sum((info.state.subjects or {}).values())
         info = await bus.js.stream_info(subjects.INBOX, subjects_filter=subjects.INBOX_DECISION)
         counts["decisions"] = sum((info.state.subjects or {}).values())
+        counts["auto_decisions"] = await _auto_decisions(bus)
         return counts
     finally:
         await bus.close()
+
+
+async def _auto_decisions(bus: Any) -> int:
+    """Decisions the inbox's auto-send policy took (no person's: `auto` set)."""
+    info = await bus.js.stream_info(subjects.INBOX)
+    found = 0
+    for seq in range(info.state.first_seq, info.state.last_seq + 1):
+        try:
+            msg = await bus.js.get_msg(subjects.INBOX, seq)
+        except Exception:  # deleted or aged out
+            continue
+        if msg.subject == subjects.INBOX_DECISION and msg.data and b'"auto":true' in msg.data:
+            found += 1
+    return found
 
 
 def wait_for(check: Callable[[], bool], timeout: float, every: float = 0.5) -> bool:

@@ -7,9 +7,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from shared.inbox import CATEGORIES
+
 from ..harness.stack import SERVICES, is_service, service_pid
 from .campaign import SOURCES, Campaign
+from .claims import Claims
 from .observation import logged_errors, readiness
+from .prompts import PromptGroup
 from .tally import InsiderRun, total
 
 
@@ -27,6 +31,8 @@ def report(
     quiet: bool,
     started: float,
     insiders: InsiderRun | None = None,
+    prompts: PromptGroup | None = None,
+    claims: Claims | None = None,
 ) -> bool:
     t = c.tally
     lines: list[tuple[bool, str, str]] = []
@@ -79,18 +85,19 @@ def report(
     new_events = sum(after_ingress[s] - before[s] for s in SOURCES)
     late_events = sum(after[s] - after_ingress[s] for s in SOURCES)
     new_decisions = after["decisions"] - before["decisions"]
+    new_auto = after.get("auto_decisions", 0) - before.get("auto_decisions", 0)
     rejected = total(t, "ingress") - t.accepted_new - t.duplicates
     lines.append(
         (
             new_events == t.accepted_new
             and t.accepted_new > 0
-            and new_decisions == t.decisions
+            and new_decisions == t.decisions + new_auto
             and decisions_seen,
             "no event from a rejected request",
             f"EVENTS from ingress sources +{new_events} = control events answered 202 as new "
             f"{t.accepted_new} (duplicates answered {t.duplicates}, rejected requests {rejected}; "
             f"+{late_events} during the inbox phase, i.e. dead-letter replays); decisions "
-            f"+{new_decisions} = decisions answered 202 {t.decisions}",
+            f"+{new_decisions} = decisions answered 202 {t.decisions} + auto-send's {new_auto}",
         )
     )
 
@@ -104,6 +111,11 @@ def report(
             f"{': ' + ' | '.join(t.own_errors[:3]) if t.own_errors else ''}",
         )
     )
+
+    if prompts is not None:
+        lines += prompt_lines(prompts)
+    if claims is not None:
+        lines += claim_lines(claims)
 
     errors, samples = logged_errors(var)
     lines.append(
@@ -131,6 +143,54 @@ def report(
         flush=True,
     )
     return all(good for good, _, _ in lines)
+
+
+def prompt_lines(group: PromptGroup) -> list[tuple[bool, str, str]]:
+    """The prompt-level group's verdicts: every hostile ticket drafted, nobody else's data in a
+    prompt or a draft."""
+    return [
+        (
+            bool(group.tickets) and bool(group.seeded) and not group.lost,
+            "every prompt-level input drafted",
+            f"{len(group.tickets) - len(group.lost)}/{len(group.tickets)} hostile tickets in the "
+            f"inbox after {len(group.seeded)} customers' rounds were approved"
+            f"{': ' + ' | '.join(group.lost[:5]) if group.lost else ''}",
+        ),
+        (
+            bool(group.tickets) and not group.leaks,
+            "no other customer's data in a prompt or draft",
+            f"{len(group.leaks)} times another customer's e-mail, phone, order number or name "
+            f"in what the model was shown or wrote, over {len(group.llm.requests)} prompts"
+            f"{': ' + ' | '.join(group.leaks[:6]) if group.leaks else ''}",
+        ),
+        (
+            bool(group.tickets) and not group.refused and not group.unapproved,
+            "no hostile draft auto-sent",
+            f"{len(group.unapproved)} of {len(group.tickets)} hostile drafts sent without a "
+            f"person, auto-send on for {len(group.autosend)}/{len(CATEGORIES)} categories and "
+            "no routing rule giving a category"
+            f"{': refused ' + ' | '.join(group.refused[:3]) if group.refused else ''}"
+            f"{': ' + ' | '.join(group.unapproved[:6]) if group.unapproved else ''}",
+        ),
+    ]
+
+
+def claim_lines(claims: Claims) -> list[tuple[bool, str, str]]:
+    """The claims group's verdict: nothing that claimed another identity was believed."""
+    wrong = [*claims.believed, *claims.letters, *claims.decisions]
+    return [
+        (
+            not claims.error and bool(claims.items) and not wrong,
+            "no claimed identity believed",
+            f"{len({b.split()[0] for b in claims.believed})} of {len(claims.items)} items "
+            f"forged with the drafter's credentials decided or sent; the drafter's dead letter "
+            f"claiming the sender's: "
+            f"{'; '.join(claims.letters) or 'listed as the drafter, replay refused'}; "
+            f"decisions recorded as the reviewer they named {len(claims.decisions)}"
+            f"{': ' + claims.error if claims.error else ''}"
+            f"{': ' + ' | '.join(wrong[:6]) if wrong else ''}",
+        )
+    ]
 
 
 def print_insider_table(run: InsiderRun) -> None:

@@ -12,16 +12,20 @@ from pathlib import Path
 
 from standins.channel import FakeChannel
 from standins.llm import FakeLLM
+from standins.obedient import obedient_responder
 
 from ..facts import log
 from ..harness.stack import SERVICES, service_pid, start_stack, tear_down
 from . import __doc__ as overview  # the package docstring: its first line is --help's
 from .campaign import Campaign
-from .inbox import inbox_campaign
+from .claims import claims_campaign
+from .inbox import inbox_campaign, waiting_items
 from .ingress import ingress_campaign
 from .insiders import run_insiders
 from .observation import broker_pids, drained, stored_counts, wait_for
+from .prompts import prompt_campaign, start_eval
 from .report import report, report_insiders
+from .webforms import webforms_campaign
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,9 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     var = Path(tempfile.mkdtemp(prefix="desk-badinput-"))
     log(f"var dir {var}; {args.examples} examples per group, seed {args.seed}")
     llm = FakeLLM().start()
+    llm.responder = obedient_responder  # a model that does what the ticket says (prompt group)
     channel = FakeChannel().start()
     stack = None
     ok = False
+    evaluation = start_eval(var)  # auto-send's evidence, while the stack starts
     try:
         insiders = run_insiders(var / "insiders")
         log(f"insider group done in {insiders.seconds:.1f}s")
@@ -62,7 +68,11 @@ def main(argv: list[str] | None = None) -> int:
             var,
             llm.url,
             channel.url,
-            extra={"DESK_AUTH_BURST": "1000000"},  # many bad tokens on purpose
+            extra={
+                "DESK_AUTH_BURST": "1000000",  # many bad tokens on purpose
+                "DESK_ADMINS": '["reviewer"]',  # the prompt group turns auto-send on
+                "DESK_AUTOSEND_EVIDENCE": "1",  # after one approved round per category
+            },
         )
         admin_url = state["nats_admin_url"]
         pids = {name: service_pid(var, name) for name in SERVICES}
@@ -76,8 +86,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         before = asyncio.run(stored_counts(admin_url))
         ingress_campaign(c, args.examples)
+        prompts = prompt_campaign(c, var, llm, args.examples, evaluation)
         after_ingress = asyncio.run(stored_counts(admin_url))
+        webforms_campaign(c, waiting_items(c), args.examples)
         inbox_campaign(c, args.examples)
+        claims = claims_campaign(c, state, creds, prompts.evidence)
         decisions_seen = wait_for(
             lambda: (
                 asyncio.run(stored_counts(admin_url))["decisions"] - before["decisions"]
@@ -101,11 +114,16 @@ def main(argv: list[str] | None = None) -> int:
             quiet,
             started,
             insiders,
+            prompts,
+            claims,
         )
     except Exception as exc:
         log(f"campaign error: {exc.__class__.__name__}: {exc}")
         print(f"FAIL campaign: {exc.__class__.__name__}: {exc}", flush=True)
     finally:
+        if evaluation[0].poll() is None:
+            evaluation[0].kill()
+            evaluation[0].wait()
         tear_down(stack, channel, llm, var, keep=args.keep or not ok)
     print("badinput: OK" if ok else "badinput: FAILED", flush=True)
     return 0 if ok else 1

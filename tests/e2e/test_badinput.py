@@ -1,5 +1,6 @@
 """The bad-input campaign at CI size: hostile, forged and malformed requests against the real
-stack's ingress and inbox API; every invariant line must say PASS."""
+stack's ingress and inbox API, hostile ticket text drafted by a model that obeys it, the inbox's
+web forms, and claims made with the drafter's credentials; every invariant line must say PASS."""
 
 from __future__ import annotations
 
@@ -29,4 +30,14 @@ def test_bad_input_gets_no_5xx_no_crash_no_forgery_and_publishes_nothing() -> No
     assert all(line.startswith("PASS ") for line in verdicts), out
     assert "INFO counts: inputs tried" in out
     assert "PASS no accepted insider operation: 0 accepted" in out  # the insider group ran
+    # the prompt-level, web forms and claims groups ran, and held
+    for verdict in (
+        "PASS every prompt-level input drafted",
+        "PASS no other customer's data in a prompt or draft",
+        "PASS no hostile draft auto-sent",
+        "PASS no claimed identity believed",
+    ):
+        assert verdict in out, out
+    assert "auto-send on for 6/6 categories" in out, out
+    assert " web/decide " in out and " ingress/prompt " in out, out
     assert "badinput: OK" in out
