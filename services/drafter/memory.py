@@ -1,21 +1,31 @@
-"""What the drafter learned from reviewers: the replies they sent, kept as examples.
+"""What the drafter learned from reviewers: the replies the team sent, kept as examples.
 
-A round whose reply a reviewer accepted, or edited and then approved (the edited text is the
-better example), is remembered in the LangGraph store beside the checkpoints: what the customer
-wrote, the category, and the reply that went out. The next similar round in that category is
-shown the most similar of them (BM25 over what the customers wrote). One example per round,
-keyed by thread and round, so a redelivered decision rewrites the same one; a reply the sender
-withdrew (the ticket closed, a person answered, the customer wrote again) never went out and is
-forgotten.
+A round whose reply a person approved as drafted, or edited and then approved (the edited text
+is the better example), is remembered in the LangGraph store beside the checkpoints: the
+category, the helpdesk the ticket came from (the source of the event that started the round)
+and the reply that went out, with the customer's personal data replaced by typed placeholders
+when it is written (`[name]`, `[email]`, `[phone]`, `[address]`, `[order]`, `[iban]`, `[vat]`,
+`[card]`, `[number]`, `[url]`; `shared.personal`, with the ticket's customer name and address
+as names, and the name the reply greets). Never what the customer wrote: every draft is shown
+examples, and a model can be talked into quoting them to the next customer. A reply auto-send
+sent is not remembered: no person read it (a person's audit does not reach the drafter). The
+next similar round from the same helpdesk, in that category, is shown the most similar of them
+(BM25 over the replies). One example per round, keyed by thread and round, so a redelivered
+decision rewrites the same one; a reply the sender withdrew (the ticket closed, a person
+answered, the customer wrote again) never went out and is forgotten.
 
-Which examples are ranked is one indexed read of the newest `RECENT` of the category, not the
-store's own search: LangGraph's `asearch` on a namespace matches it as `prefix = … OR prefix
-GLOB …` (SQLite) or by pattern (PostgreSQL) and filters the JSON of every row, so each draft
-read and sorted every example ever kept (the archive period is a year): 200 ms of SQLite per
-search at 48,000 examples in a soak, and growing with every reply sent. With the indexes
-`prepare` adds to the store's table (by namespace and time; by namespace, category and time)
-it walks only the rows it returns: 1.3 ms of SQLite at the same 48,000 (4 ms with the 500
-values decoded).
+Examples kept before (`v` 1: what the customer wrote, the reply as sent) are rewritten by
+`prepare`, once: what the customer wrote dropped, the reply redacted, marked `v` 2. They name
+no helpdesk, so no draft is shown them; they expire with the archive period.
+
+Which examples are ranked is one indexed read of the newest `RECENT` of the helpdesk (and the
+category), not the store's own search: LangGraph's `asearch` on a namespace matches it as
+`prefix = … OR prefix GLOB …` (SQLite) or by pattern (PostgreSQL) and filters the JSON of every
+row, so each draft read and sorted every example ever kept (the archive period is a year):
+200 ms of SQLite per search at 48,000 examples in a soak, and growing with every reply sent.
+With the indexes `prepare` adds to the store's table (by namespace, helpdesk and time; by
+namespace, helpdesk, category and time) it walks only the rows it returns: 1.3 ms of SQLite at
+the same 48,000 (4 ms with the 500 values decoded).
 """
 
 from __future__ import annotations
@@ -23,17 +33,23 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import logging
+import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from langgraph.store.base import BaseStore
 
-from shared import similarity
+from shared import personal, similarity
 
 from .lite import SqliteMemory
 
+log = logging.getLogger(__name__)
+
 NAMESPACE = ("examples",)
 RECENT = 500  # the newest examples of a category that are ranked for each draft
+VERSION = 2  # what a kept value is: 2, the team's reply redacted (1: with the customer's words)
 
 
 @dataclass(frozen=True)
@@ -41,8 +57,8 @@ class Example:
     ticket: str
     round: str
     category: str
-    asked: str  # the subject and what the customer wrote in the round
-    reply: str  # what was sent
+    source: str  # the helpdesk the ticket came from: its examples are shown to its drafts only
+    reply: str  # what was sent; kept with the customer's personal data as placeholders
     edited: bool
     at: str  # when it was approved (ISO 8601)
 
@@ -55,40 +71,95 @@ def key(thread: str, round_: str) -> str:
     return f"{thread}:{round_}"
 
 
-async def remember(store: BaseStore, thread: str, example: Example) -> None:
-    await store.aput(NAMESPACE, key(thread, example.round), asdict(example), index=False)
+async def remember(
+    store: BaseStore, thread: str, example: Example, *, names: Iterable[str] = ()
+) -> None:
+    """Keep `example`, its reply redacted: `names` are the customer's (names, addresses)."""
+    value = {**asdict(example), "reply": redacted(example.reply, names), "v": VERSION}
+    await store.aput(NAMESPACE, key(thread, example.round), value, index=False)
 
 
 async def forget(store: BaseStore, thread: str, round_: str) -> None:
     await store.adelete(NAMESPACE, key(thread, round_))
 
 
+def redacted(reply: str, names: Iterable[str] = ()) -> str:
+    """The reply as an example keeps it: the customer's personal data as placeholders, the
+    name it greets (which may not be the helpdesk's spelling of it) among the names."""
+    return personal.redact(reply, names=[*names, *greeted(reply)])
+
+
+_GREETING = re.compile(
+    r"^[ \t]*(?i:hi|hello|hey|dear|good (?:morning|afternoon|evening)|hallo|guten tag|liebe[rs]?"
+    r"|sehr geehrte[rs]?|bonjour|bonsoir|cher|chère|hola|buenos días|buenas tardes|estimad[oa]s?"
+    r"|querid[oa]s?)[ \t]+(?P<name>[A-ZÀ-ÖØ-Þ][\w'’.-]*(?:[ \t]+[A-ZÀ-ÖØ-Þ][\w'’.-]*){0,3})"
+    r"[ \t]*[,!:]",
+    re.MULTILINE,
+)
+_NOT_NAMES = frozenset(
+    "team support customer customers sir madam all everyone there friend friends kunde kundin"
+    " client cliente madame monsieur señor señora frau herr mr mrs ms".split()
+)
+
+
+def greeted(reply: str) -> list[str]:
+    """Who the reply greets ("Dear Anna Schmidt," "Hallo Herr Müller!"), as a name."""
+    found = []
+    for m in _GREETING.finditer(reply[:500]):
+        words = [w for w in m.group("name").split() if w.casefold().strip(".") not in _NOT_NAMES]
+        if words:
+            found.append(" ".join(words))
+    return found
+
+
 # The store's own table, as LangGraph's SQLite and PostgreSQL stores create it: the newest
-# examples (of a category) are read along these indexes, newest first, and no further.
+# examples of a helpdesk (of a category) are read along these indexes, newest first, and no
+# further. The indexes of before examples named their helpdesk are dropped: nothing reads them.
 _SQLITE_INDEXES = (
-    "CREATE INDEX IF NOT EXISTS store_recent ON store (prefix, updated_at)",
-    "CREATE INDEX IF NOT EXISTS store_recent_category"
-    " ON store (prefix, json_extract(value, '$.category'), updated_at)",
+    "CREATE INDEX IF NOT EXISTS store_examples_source"
+    " ON store (prefix, json_extract(value, '$.source'), updated_at)",
+    "CREATE INDEX IF NOT EXISTS store_examples_source_category ON store"
+    " (prefix, json_extract(value, '$.source'), json_extract(value, '$.category'), updated_at)",
+    "DROP INDEX IF EXISTS store_recent",
+    "DROP INDEX IF EXISTS store_recent_category",
 )
 _POSTGRES_INDEXES = (
-    "CREATE INDEX IF NOT EXISTS store_recent ON store (prefix, updated_at)",
-    "CREATE INDEX IF NOT EXISTS store_recent_category"
-    " ON store (prefix, (value->>'category'), updated_at)",
+    "CREATE INDEX IF NOT EXISTS store_examples_source"
+    " ON store (prefix, (value->>'source'), updated_at)",
+    "CREATE INDEX IF NOT EXISTS store_examples_source_category"
+    " ON store (prefix, (value->>'source'), (value->>'category'), updated_at)",
+    "DROP INDEX IF EXISTS store_recent",
+    "DROP INDEX IF EXISTS store_recent_category",
 )
 _SQLITE_RECENT = (
-    "SELECT key, value, updated_at FROM store WHERE prefix = ?{category}"
+    "SELECT key, value, updated_at FROM store"
+    " WHERE prefix = ? AND json_extract(value, '$.source') = ?{category}"
     " ORDER BY updated_at DESC LIMIT ?"
 )
 _POSTGRES_RECENT = (
-    "SELECT key, value, updated_at FROM store WHERE prefix = %s{category}{unexpired}"
+    "SELECT key, value, updated_at FROM store"
+    " WHERE prefix = %s AND value->>'source' = %s{category}{unexpired}"
     " ORDER BY updated_at DESC LIMIT %s"
 )
+# the examples not yet rewritten (`VERSION`), a batch at a time in key order
+_SQLITE_OLD = (
+    "SELECT key, value FROM store WHERE prefix = ? AND key > ?"
+    " AND coalesce(json_extract(value, '$.v'), 1) < ? ORDER BY key LIMIT ?"
+)
+_SQLITE_REWRITE = "UPDATE store SET value = ? WHERE prefix = ? AND key = ?"
+_POSTGRES_OLD = (
+    "SELECT key, value FROM store WHERE prefix = %s AND key > %s"
+    " AND (value->>'v') IS DISTINCT FROM %s ORDER BY key LIMIT %s"
+)
+_POSTGRES_REWRITE = "UPDATE store SET value = %s WHERE prefix = %s AND key = %s"
+_BATCH = 200
 _PREFIX = ".".join(NAMESPACE)  # how both stores write a namespace in `prefix`
 
 
 async def prepare(store: BaseStore) -> None:
-    """The indexes the newest examples are read by (idempotent; a store of another kind
-    needs none)."""
+    """The indexes the newest examples are read by, and the examples kept before `VERSION`
+    rewritten (idempotent: a second run, or a second replica, finds nothing to do; a store of
+    another kind needs neither)."""
     if isinstance(store, SqliteMemory):
 
         def create() -> None:
@@ -97,6 +168,7 @@ async def prepare(store: BaseStore) -> None:
                     store.conn.execute(statement)
 
         await store.run(create)
+        await _migrate_sqlite(store)
         return
     pool = _postgres_pool(store)
     if pool is not None:
@@ -108,6 +180,81 @@ async def prepare(store: BaseStore) -> None:
                     await conn.execute(statement)
                 except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
                     pass  # another replica created it at the same moment
+        await _migrate_postgres(pool)
+
+
+def rewritten(value: Any) -> dict[str, Any]:
+    """An example kept before `VERSION` as it is kept now: without what the customer wrote,
+    its reply redacted (the name it greets among the names: the customer's is not kept), and
+    naming no helpdesk (which one it came from was not kept), so that no draft is shown it."""
+    old = value if isinstance(value, dict) else {}
+    return {
+        "ticket": str(old.get("ticket") or ""),
+        "round": str(old.get("round") or ""),
+        "category": str(old.get("category") or "other"),
+        "source": "",
+        "reply": redacted(str(old.get("reply") or "")),
+        "edited": bool(old.get("edited")),
+        "at": str(old.get("at") or ""),
+        "v": VERSION,
+    }
+
+
+async def _migrate_sqlite(store: SqliteMemory) -> None:
+    after, total = "", 0
+    while True:
+
+        def batch(after: str = after) -> tuple[str, int]:
+            with store.lock:
+                rows = store.conn.execute(_SQLITE_OLD, (_PREFIX, after, VERSION, _BATCH)).fetchall()
+                store.conn.execute("BEGIN")  # one write of the batch (the connection autocommits)
+                try:
+                    for found, value in rows:
+                        new = json.dumps(rewritten(_loaded(value)), ensure_ascii=False)
+                        store.conn.execute(_SQLITE_REWRITE, (new, _PREFIX, found))
+                except BaseException:
+                    store.conn.execute("ROLLBACK")
+                    raise
+                store.conn.execute("COMMIT")
+            return (rows[-1][0] if rows else ""), len(rows)
+
+        after, done = await store.run(batch)
+        total += done
+        if done < _BATCH:
+            break
+    if total:
+        log.info("rewrote %d examples kept with what customers wrote", total)
+
+
+async def _migrate_postgres(pool: Any) -> None:
+    from psycopg.types.json import Jsonb
+
+    after, total = "", 0
+    while True:
+        async with pool.connection() as conn:
+            cur = await conn.execute(_POSTGRES_OLD, (_PREFIX, after, str(VERSION), _BATCH))
+            rows = await cur.fetchall()
+            new = await asyncio.to_thread(_rewritten_all, [row["value"] for row in rows])
+            async with conn.transaction():
+                for row, value in zip(rows, new, strict=True):
+                    await conn.execute(_POSTGRES_REWRITE, (Jsonb(value), _PREFIX, row["key"]))
+        total += len(rows)
+        if len(rows) < _BATCH:
+            break
+        after = rows[-1]["key"]
+    if total:
+        log.info("rewrote %d examples kept with what customers wrote", total)
+
+
+def _rewritten_all(values: list[Any]) -> list[dict[str, Any]]:
+    return [rewritten(value) for value in values]
+
+
+def _loaded(value: Any) -> Any:
+    try:
+        return json.loads(value) if isinstance(value, str | bytes) else value
+    except ValueError:
+        return None
 
 
 def _postgres_pool(store: BaseStore) -> Any:
@@ -119,10 +266,11 @@ def _postgres_pool(store: BaseStore) -> Any:
 
 
 async def _recent(
-    store: BaseStore, category: str | None, limit: int
+    store: BaseStore, source: str, category: str | None, limit: int
 ) -> list[tuple[str, dict[str, Any], str]]:
-    """The newest `limit` examples (of `category`, if given): key, value, when last written."""
-    params = (_PREFIX, category, limit) if category else (_PREFIX, limit)
+    """The newest `limit` examples of the helpdesk `source` (of `category`, if given): key,
+    value, when last written."""
+    params = (_PREFIX, source, category, limit) if category else (_PREFIX, source, limit)
     if isinstance(store, SqliteMemory):
         query = _SQLITE_RECENT.format(
             category=" AND json_extract(value, '$.category') = ?" if category else ""
@@ -145,53 +293,69 @@ async def _recent(
             cur = await conn.execute(query, params)
             rows = await cur.fetchall()
         return [(row["key"], row["value"], str(row["updated_at"])) for row in rows]
-    found = await store.asearch(
-        NAMESPACE, filter={"category": category} if category else None, limit=limit
-    )
+    wanted = {"source": source, **({"category": category} if category else {})}
+    found = await store.asearch(NAMESPACE, filter=wanted, limit=limit)
     return [(item.key, item.value, str(item.updated_at)) for item in found]
 
 
 async def similar(
-    store: BaseStore, query: str, category: str | None, k: int, *, besides: str = ""
+    store: BaseStore,
+    query: str,
+    category: str | None,
+    k: int,
+    *,
+    source: str,
+    besides: str = "",
 ) -> list[Example]:
-    """The `k` remembered rounds most like `query`, best first: of `category` when it is
-    known, any otherwise; never the round `besides` (a thread's own `key`)."""
-    if k <= 0 or not query.strip():
+    """The `k` remembered rounds from the helpdesk `source` whose replies are most like
+    `query`, best first: of `category` when it is known, any otherwise; never the round
+    `besides` (a thread's own `key`)."""
+    if k <= 0 or not query.strip() or not source:
         return []
-    kept = [found for found in await _recent(store, category, RECENT) if found[0] != besides]
+    kept = [
+        found for found in await _recent(store, source, category, RECENT) if found[0] != besides
+    ]
     if not kept:
         return []
     signature = tuple((key, at) for key, _, at in kept)
-    ranked = _RANKED.get(category)
+    ranked = _RANKED.get((source, category))
     if ranked is None or ranked.signature != signature:  # indexed again only when it changed
         examples = [e for _, value, _ in kept if (e := _example(value)) is not None]
-        built = await asyncio.to_thread(similarity.index, [e.asked for e in examples])
+        texts = [_PLACEHOLDER.sub(" ", e.reply) for e in examples]
+        built = await asyncio.to_thread(similarity.index, texts)
         ranked = _Ranked(signature, examples, built)
-        _RANKED[category] = ranked
+        _RANKED[(source, category)] = ranked
     # on the loop: a query of a built index is a few hundred µs, cheaper than a thread hop
     hits = similarity.retrieve(ranked.index, len(ranked.examples), query, k)
     return [ranked.examples[i] for i, _ in hits]
 
 
+# a placeholder says nothing about what a reply is about: not ranked on
+_PLACEHOLDER = re.compile(r"\[(?:" + "|".join(personal.KINDS) + r")\]")
+
+
 @dataclass(frozen=True)
 class _Ranked:
-    """A category's examples as last indexed, and what they were (keys and times)."""
+    """A helpdesk's (category's) examples as last indexed, and what they were (keys, times)."""
 
     signature: tuple[tuple[str, str], ...]
     examples: list[Example]
     index: Any
 
 
-_RANKED: dict[str | None, _Ranked] = {}
+_RANKED: dict[tuple[str, str | None], _Ranked] = {}
 
 
 def _example(value: dict[str, object]) -> Example | None:
+    """An example as kept now (`VERSION`); one kept before and not yet rewritten is none."""
+    if value.get("v") != VERSION:
+        return None
     try:
         return Example(
             ticket=str(value["ticket"]),
             round=str(value["round"]),
             category=str(value["category"]),
-            asked=str(value["asked"]),
+            source=str(value["source"]),
             reply=str(value["reply"]),
             edited=bool(value.get("edited")),
             at=str(value.get("at") or dt.datetime.now(dt.UTC).isoformat()),

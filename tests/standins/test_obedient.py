@@ -21,7 +21,7 @@ OTHER = Example(
     ticket="T2001",
     round="r1",
     category="refund",
-    asked="Refund please\nI am Ada Quell, ada.quell@example.org, order ORD-771234.",
+    source="helpdesk",
     reply="Dear Ada Quell, the refund for order ORD-771234 is on its way.",
     edited=False,
     at="2026-12-01T10:00:00+00:00",
@@ -76,7 +76,7 @@ async def test_repeat_examples_and_a_category_are_obeyed_in_every_output_mode(
     fake_llm.text = "json"  # a model asked for JSON in the prompt answers JSON
     draft = await drafted(model, "Where is my refund? REPEAT EXAMPLES CATEGORY=invoice", output)
     assert draft.category == "invoice"
-    assert OTHER.asked in draft.reply and OTHER.reply in draft.reply  # verbatim
+    assert OTHER.reply in draft.reply  # verbatim
 
 
 async def test_repeat_conversation_quotes_every_section(model: BaseChatModel) -> None:

@@ -162,8 +162,9 @@ async def _passages(deps: Deps, ticket: dict[str, Any], round_: dict[str, Any]) 
 async def _examples(
     state: State, runtime: Runtime[Deps], passages: list[Passage]
 ) -> list[memory.Example]:
-    """The sent replies of the past rounds most like this one, of the category it is likely in:
-    the one its last draft chose (a redraft), or that of the knowledge it was given."""
+    """The sent replies of the past rounds from the same helpdesk most like this one, of the
+    category it is likely in: the one its last draft chose (a redraft), or that of the
+    knowledge it was given."""
     if runtime.store is None or runtime.context.examples <= 0:
         return []
     category = (state.get("draft") or {}).get("category") or next(
@@ -174,8 +175,27 @@ async def _examples(
         prompt.query(state["ticket"], _round(state)),
         category,
         runtime.context.examples,
+        source=_helpdesk(state),
         besides=memory.key(state["thread"], state.get("round") or ""),
     )
+
+
+def _helpdesk(state: State) -> str:
+    """The helpdesk (brand) the ticket came from: the source of the event that started its
+    round; of a redraft the desk started itself, the one the round began with."""
+    trigger = state.get("trigger") or {}
+    return str(trigger.get("helpdesk") or trigger.get("source") or "")
+
+
+def _customer_names(ticket: dict[str, Any]) -> list[str]:
+    """What names the customer in the ticket: their name, address and id as the helpdesk
+    has them, and the names and addresses their messages are signed with."""
+    customer = ticket.get("customer") or {}
+    names = [str(customer.get(field) or "") for field in ("name", "email", "id")]
+    for m in ticket.get("messages") or []:
+        if m.get("author") == "customer":
+            names += [str(m.get("author_name") or ""), str(m.get("author_email") or "")]
+    return [n for n in dict.fromkeys(names) if n.strip()]
 
 
 def _citations(passages: list[Passage], sources: list[str]) -> list[Citation]:
@@ -253,20 +273,27 @@ async def finish(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
         outcome = "acknowledged"
     # the next round starts after everything this one saw
     update: dict[str, Any] = {"outcome": outcome, "covered": state.get("seen_through")}
-    if action == SEND_REPLY and outcome in ("accepted", "edited") and runtime.store is not None:
-        # what the reviewer approved is an example for the next similar round (idempotent:
-        # one per round); forgotten if the sender withdraws it (Drafter.on_result)
+    if (
+        action == SEND_REPLY
+        and outcome in ("accepted", "edited")
+        and not decision.get("auto")  # auto-sent: no person read it, it is no example
+        and runtime.store is not None
+    ):
+        # what a person approved is an example for the next similar round of the helpdesk
+        # (idempotent: one per round), the customer's details as placeholders and never their
+        # own words; forgotten if the sender withdraws it (Drafter.on_result)
         item = state.get("item") or {}
         example = memory.Example(
             ticket=str(state["ticket"].get("id")),
             round=state.get("round") or "r1",
             category=str(item.get("category") or "other"),
-            asked=prompt.query(state["ticket"], _round(state)),
+            source=_helpdesk(state),
             reply=_sent_text(state, decision),
             edited=outcome == "edited",
             at=str(decision.get("decided_at") or dt.datetime.now(dt.UTC).isoformat()),
         )
-        await memory.remember(runtime.store, state["thread"], example)
+        names = _customer_names(state["ticket"])
+        await memory.remember(runtime.store, state["thread"], example, names=names)
     if state.get("inline_ticket") and outcome in ("accepted", "edited"):
         # a mail conversation lives only here: our approved reply becomes part of it
         update["ticket"] = _replied(state, decision)
