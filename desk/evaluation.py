@@ -51,6 +51,7 @@ from shared.inbox import CATEGORIES
 from shared.settings import ConfigError, DrafterSettings, RetrieverName, first_error
 
 from . import screening_eval
+from .private import write_private
 
 DEMO_CASES = Path(__file__).parent / "evals" / "demo.yaml"
 PASS_CATEGORY = evidence.PASS_CATEGORY  # the pass rule is shared: the inbox recomputes it
@@ -531,7 +532,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(render(report))
         if args.json is not None:
-            args.json.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+            write_private(args.json, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
             print(f"report written to {args.json}")
     return 0 if data["passed"] else 1
 

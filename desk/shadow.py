@@ -40,6 +40,7 @@ from shared.settings import DeskSettings, DrafterSettings
 from shared.source.events import ticket_ref
 
 from .evaluation import RETRIEVERS, EvalError, candidate, configured, prompt_of
+from .private import write_private
 from .statefile import STATE_FILE
 
 USER = "shadow"
@@ -328,8 +329,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"desk shadow: {exc}", file=sys.stderr)
         return 2
     target = args.json or settings.var_dir / "shadow" / f"{report['at'].replace(':', '')}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    write_private(target, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     print(render(report))
     print(f"the shadow inbox (every candidate draft beside the live one): {target}")
     return 0

@@ -4,8 +4,10 @@ the errors a bad case file or prompt gets."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -67,8 +69,11 @@ def test_the_demo_set_runs_through_the_built_in_model_and_passes(tmp_path: Path)
     cases = load(DEMO_CASES)
     assert len(cases.cases) >= 40
     report = tmp_path / "report.json"
+    report.touch(mode=0o644)  # an older report, readable by everyone
+    report.chmod(0o644)
     run = desk("--json", str(report), env={"DESK_VAR_DIR": str(tmp_path / "var")})
     assert run.returncode == 0, run.stdout + run.stderr
+    assert stat.S_IMODE(report.stat().st_mode) == 0o600  # it quotes tickets: its owner's only
     assert run.stderr == ""
     assert f"eval demo v{cases.version} · {len(cases.cases)} cases" in run.stdout
     assert "model offline (built-in) · prompt built-in" in run.stdout

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 import subprocess
 import sys
 import uuid
@@ -92,6 +93,7 @@ async def test_shadow_drafts_real_rounds_again_and_publishes_nothing(
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Traceback" not in run.stderr
     assert "nothing was sent or decided" in run.stdout
+    assert stat.S_IMODE(report_file.stat().st_mode) == 0o600  # customers' text: owner only
     report = json.loads(report_file.read_text())
     [mine] = [r for r in report["rounds"] if r["ticket"] == ticket]
     assert (mine["decision"], mine["sent"], mine["live_category"]) == ("edit", SENT, "refund")
