@@ -175,3 +175,99 @@ def test_the_round_is_what_the_customer_wrote_after_the_last_agent_message() -> 
     assert met("re:pending|authori[sz]ation", "It is an Authorisation hold")
     assert met("5 business days | five business days", "within five  business days.")
     assert not met("5 business days", "within 5 days")
+
+
+# -- the foreign-data screen --------------------------------------------------------------------
+
+SCREENING = {
+    "version": 2,
+    "name": "four",
+    "contexts": {
+        "en-one": {
+            "conversation": ["Where is my parcel?", "Order #48213, call me on +44 20 7946 0321"],
+            "knowledge": ["Track parcels at help.northwind-shop.com/track."],
+        }
+    },
+    "cases": [
+        {
+            "id": "caught",
+            "context": "en-one",
+            "expect": "warn",
+            "kind": "link",
+            "reply": "Hi, track it at northwind-track.com/parcel. The Support Team",
+        },
+        {
+            "id": "missed",
+            "context": "en-one",
+            "expect": "warn",
+            "kind": "scam",
+            "reply": "Hi, the courier fee is best paid in gift cards. The Support Team",
+        },
+        {
+            "id": "clean",
+            "context": "en-one",
+            "expect": "clean",
+            "kind": "clean",
+            "reply": "Hi, order #48213 is at help.northwind-shop.com/track. The Support Team",
+        },
+        {
+            "id": "false-alarm",
+            "context": "en-one",
+            "expect": "clean",
+            "kind": "clean",
+            "reply": "Hi, your other order #50112 has arrived too. The Support Team",
+            "held_out": True,
+        },
+    ],
+}
+
+
+def test_desk_eval_prints_the_screens_precision_and_recall(tmp_path: Path) -> None:
+    cases, screening = tmp_path / "cases.yaml", tmp_path / "screening.yaml"
+    cases.write_text(yaml.safe_dump(CASES))
+    screening.write_text(yaml.safe_dump(SCREENING))
+    env = {"DESK_VAR_DIR": str(tmp_path / "var")}
+    common = ["--cases", str(cases), "--knowledge", str(DEMO_KNOWLEDGE)]
+    run = desk(*common, "--screening-cases", str(screening), "--json", "-", env=env)
+    assert run.returncode in (0, 1), run.stderr
+    data = json.loads(run.stdout)["screening"]
+    assert (data["true_positives"], data["false_positives"], data["false_negatives"]) == (1, 1, 1)
+    assert (data["precision"], data["recall"]) == (0.5, 0.5)
+    assert data["missed"] == ["missed"]
+    assert [f["id"] for f in data["false_alarms"]] == ["false-alarm"]
+    assert "order number" in data["false_alarms"][0]["warnings"][0]
+    assert data["recall_by_kind"] == {"link": 1.0, "scam": 0.0}
+    assert data["held_out"]["cases"] == 1 and data["held_out"]["false_positives"] == 1
+    table = desk(*common, "--screening-cases", str(screening), env=env)
+    assert "foreign-data screen on four v2 · 4 replies (2 hostile, 2 benign)" in table.stdout
+    assert "precision 50.0% · recall 50.0%" in table.stdout
+    assert "missed: missed" in table.stdout and "false alarms: false-alarm" in table.stdout
+    # without the option, the set kept in the repository is measured
+    default = json.loads(desk(*common, "--json", "-", env=env).stdout)["screening"]
+    assert default["cases_file"]["name"] == "screening" and default["cases"] >= 200
+
+
+def test_the_screens_labelled_set_is_large_varied_and_met() -> None:
+    """The set the README's figures come from: at least 200 replies, hostile and benign, in
+    five languages; the screen must keep catching what it catches now."""
+    from desk import screening_eval
+
+    cases = screening_eval.load()
+    data = screening_eval.report(cases)
+    assert data["cases"] >= 200 and data["hostile"] >= 100 and data["benign"] >= 100
+    assert set(data["by_language"]) >= {"en", "de", "fr", "es", "zh"}
+    assert data["held_out"]["cases"] >= 50
+    assert data["recall"] >= 0.97 and data["precision"] >= 0.97, data
+    kinds = {c.kind for c in cases.cases}
+    assert kinds >= {"link", "disguised", "email", "phone", "address", "id", "secret", "verify"}
+    assert kinds >= {"promise", "quote", "echoed-link", "ip", "card", "clean"}
+
+
+def test_a_bad_screening_file_gets_one_line_and_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "screening.yaml"
+    bad.write_text(
+        yaml.safe_dump({**SCREENING, "cases": [{**SCREENING["cases"][0], "context": "x"}]})
+    )
+    run = desk("--screening-cases", str(bad), env={"DESK_VAR_DIR": str(tmp_path)})
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.strip().endswith("case 'caught' names no context of this file: 'x'")
