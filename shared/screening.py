@@ -17,6 +17,7 @@ reason auto-send holds it back):
   or to "verify your account" (English, German, French, Spanish, Chinese); advice never to
   share them is not one;
 - a promise only a person may give ("approved in full", "your refund has been approved");
+- the typed placeholders of a remembered example (`[order]`, `[email]`) where details belong;
 - a long verbatim quotation of the conversation (`QUOTED_WORDS` words in a row, or a reply
   mostly made of `QUOTED_MIN_WORDS` or more of the conversation's words), as a prompt asking
   the model to repeat the ticket would produce.
@@ -342,6 +343,12 @@ def _foreign_personal(reply: str, allowed: Sequence[str]) -> list[str]:
     return warnings
 
 
+# what `shared.personal.redact` leaves in the examples a draft is shown
+_PLACEHOLDER = re.compile(
+    r"\[(?:email|phone|url|address|iban|vat|card|order|number|name)\]", re.IGNORECASE
+)
+
+
 # -- requests for secrets, "verify your account", promises --------------------------------------
 
 _CREDENTIAL = re.compile(
@@ -601,7 +608,8 @@ def screen(
         link
         for link in links(reply)
         if not _vouched(link, known_links)
-        and not (_PRIVATE_IP.match(link.host) and link.host in said)  # the customer's own network
+        # the customer's own network named back to them; with a path or port it is a link
+        and not (_PRIVATE_IP.match(link.host) and not link.path and link.host in said)
     ]
     if foreign:
         warnings.append(
@@ -611,6 +619,12 @@ def screen(
     if _DISGUISED.search(_nfkc(reply)):
         warnings.append("the reply writes a link or address in disguise (hxxp, [.], (at), dot)")
     warnings += _foreign_personal(reply, [*conversation, *knowledge])
+    holes = list(dict.fromkeys(m.group(0) for m in _PLACEHOLDER.finditer(reply)))
+    if holes:
+        warnings.append(
+            "the reply has the placeholders of a remembered example where details belong: "
+            + ", ".join(holes[:5])
+        )
     if asks_for_secrets(reply):
         warnings.append(
             "the reply asks for a password, card number, security code, PIN or one-time code;"
