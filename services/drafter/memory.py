@@ -9,10 +9,11 @@ when it is written (`[name]`, `[email]`, `[phone]`, `[address]`, `[order]`, `[ib
 as names, and the name the reply greets). Never what the customer wrote: every draft is shown
 examples, and a model can be talked into quoting them to the next customer. A reply auto-send
 sent is not remembered: no person read it (a person's audit does not reach the drafter). The
-next similar round from the same helpdesk, in that category, is shown the most similar of them
-(BM25 over the replies). One example per round, keyed by thread and round, so a redelivered
-decision rewrites the same one; a reply the sender withdrew (the ticket closed, a person
-answered, the customer wrote again) never went out and is forgotten.
+next round from the same helpdesk, in that category, is shown the most similar of them (BM25
+over the replies), and the newest when fewer are similar. One example per round, keyed by
+thread and round, so a redelivered decision rewrites the same one; a reply the sender withdrew
+(the ticket closed, a person answered, the customer wrote again) never went out and is
+forgotten.
 
 Examples kept before (`v` 1: what the customer wrote, the reply as sent) are rewritten by
 `prepare`, once: what the customer wrote dropped, the reply redacted, marked `v` 2. They name
@@ -307,9 +308,10 @@ async def similar(
     source: str,
     besides: str = "",
 ) -> list[Example]:
-    """The `k` remembered rounds from the helpdesk `source` whose replies are most like
-    `query`, best first: of `category` when it is known, any otherwise; never the round
-    `besides` (a thread's own `key`)."""
+    """`k` remembered rounds from the helpdesk `source`, of `category` when it is known (any
+    otherwise): those whose replies are most like `query` first, then the newest (the replies
+    are the team's words, so fewer share a customer's words than their messages did); never
+    the round `besides` (a thread's own `key`)."""
     if k <= 0 or not query.strip() or not source:
         return []
     kept = [
@@ -326,8 +328,11 @@ async def similar(
         ranked = _Ranked(signature, examples, built)
         _RANKED[(source, category)] = ranked
     # on the loop: a query of a built index is a few hundred µs, cheaper than a thread hop
-    hits = similarity.retrieve(ranked.index, len(ranked.examples), query, k)
-    return [ranked.examples[i] for i, _ in hits]
+    chosen = [i for i, _ in similarity.retrieve(ranked.index, len(ranked.examples), query, k)]
+    if len(chosen) < k:  # fewer replies share its words: the newest others show the team's tone
+        shown = set(chosen)
+        chosen += [i for i in range(len(ranked.examples)) if i not in shown][: k - len(chosen)]
+    return [ranked.examples[i] for i in chosen]
 
 
 # a placeholder says nothing about what a reply is about: not ranked on

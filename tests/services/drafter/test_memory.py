@@ -198,6 +198,12 @@ async def test_the_newest_examples_of_a_category_are_read_along_an_index(
             )
             found = await memory.similar(store, "I was charged twice", None, 5, source="shop2")
             assert [e.ref for e in found] == ["S1/r1"]  # its own helpdesk's only
+            # fewer similar than asked for: the newest others of the category after them
+            found = await memory.similar(
+                store, "I was charged twice", "billing", 3, source="helpdesk"
+            )
+            assert found[0].ref == "T61/r1" and len(found) == 3
+            assert {e.category for e in found} == {"billing"} and len({e.ref for e in found}) == 3
 
             if database == "sqlite":
                 lite: Any = store
