@@ -71,19 +71,15 @@ def foreign_data(
     reply: str,
     ticket: Mapping[str, Any],
     cited: Iterable[Passage],
-    guidance: Iterable[str] = (),
+    feedback: Iterable[str] = (),
 ) -> list[str]:
     """What the foreign-data screen (`shared.screening`) finds in a reply to `ticket`: the
     conversation as the customer and the team wrote it, against the `cited` knowledge passages
-    (their text, title and address) and what reviewers told the draft (`guidance`: feedback and
-    the category's standing instructions). The inbox screens an item on the same texts."""
+    (their text, title and address) and the reviewers' `feedback` on this draft. The inbox
+    screens an item on the same texts. A standing instruction vouches for nothing: what every
+    reply of a category may name belongs in the knowledge base."""
     conversation = screening.conversation_texts(
         ticket.get("subject"), ticket.get("customer"), ticket.get("messages") or ()
     )
-    knowledge = [
-        text
-        for p in cited
-        for text in (p.text, p.title, p.url)
-        if text
-    ]
-    return screening.screen(reply, conversation=conversation, knowledge=[*knowledge, *guidance])
+    knowledge = [text for p in cited for text in (p.text, p.title, p.url) if text]
+    return screening.screen(reply, conversation=conversation, knowledge=[*knowledge, *feedback])

@@ -80,8 +80,7 @@ async def write(
 
 
 def _screened(draft: prompt.Draft, ticket: dict[str, Any], asked: Asked) -> list[str]:
-    """The foreign-data screen on a draft, against the passages it cites and what reviewers
-    told it: the texts its inbox item carries."""
+    """The foreign-data screen on a draft, against the passages it cites and the reviewers'
+    feedback on it: the texts its inbox item carries, which the inbox screens again."""
     cited = [p for p in asked.passages if p.article in set(draft.sources)]
-    guidance = [*asked.feedback, *asked.instructions.get(draft.category, [])]
-    return checks.foreign_data(draft.reply, ticket, cited, guidance)
+    return checks.foreign_data(draft.reply, ticket, cited, asked.feedback)
