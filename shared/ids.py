@@ -52,6 +52,11 @@ def mail(message_id: str) -> str:
     return "mail:" + hashlib.sha256(message_id.strip().encode()).hexdigest()[:32]
 
 
+def mail_participant(thread: str, address: str) -> str:
+    """Drafter ledger key: that address (normalised) takes part in that mail conversation."""
+    return f"mail-party:{thread}:" + hashlib.sha256(address.encode()).hexdigest()[:32]
+
+
 def reconciler(event_type: str, ticket: str) -> str:
     return f"reconciler:{event_type}:{ticket}"
 

@@ -36,7 +36,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from shared import conversation, ids, subjects
+from shared import conversation, ids, mail, subjects
 from shared.bus import Bus
 from shared.consumer import Delivery
 from shared.envelope import Envelope
@@ -90,7 +90,7 @@ class Drafter:
             return await self._work(delivery)
 
     async def _work(self, delivery: Delivery[Envelope]) -> None:
-        work = threads.work_for(delivery.body)
+        work = threads.work_for(delivery.body, delivery.stream_seq)
         if work.kind == "mail":
             work = await self._mail_thread(work)
         started = time.monotonic()
@@ -155,6 +155,8 @@ class Drafter:
             before = (values.get("covered_before") or {}).get(round_id, "?")
             if before == "?":
                 return  # not a round this thread drafted (or drafted before rounds were kept)
+            # no work message: a redraft after a withdrawal waits for a person (auto-send
+            # needs the router's message about the ticket)
             trigger = {"source": "sender", "type": REPLY_WITHDRAWN, "event_id": delivery.body.id}
             queue = (values.get("trigger") or {}).get("queue")
             if queue:  # the redraft waits where the round did
@@ -308,18 +310,46 @@ class Drafter:
         return await self.deps.source.get_ticket(work.ticket_id)
 
     async def _mail_thread(self, work: threads.Work) -> threads.Work:
-        """A reply mail joins the conversation of the mail it answers; every mail's Message-ID
-        is remembered with its conversation (first writer wins, so replicas agree)."""
-        assert work.mail_id is not None
-        thread = work.thread
+        """A reply mail joins the conversation of a mail it answers only if its sender takes
+        part in it (started it, or joined it so); otherwise it is a conversation of its own and
+        the reviewer is told which conversation it claimed. Each mail's Message-ID is
+        remembered with its conversation per sender (first writer wins, so replicas agree), and
+        for anyone (first writer wins) to name the conversation a stranger claims."""
+        assert work.mail_id is not None and work.mail_from is not None
+        sender = work.mail_from
+        mine = ids.mail(f"{sender}\n{work.mail_id}")
+        thread, claimed = work.thread, None
         for parent in work.mail_parents:
-            known = await self.ledger.get(ids.mail(parent))
-            if known:
-                thread = known.decode()
+            for key in (ids.mail(f"{sender}\n{parent}"), ids.mail(parent)):
+                found = await self.ledger.get(key)
+                if not found:
+                    continue
+                if await self._takes_part(found.decode(), sender):
+                    thread = found.decode()
+                    break
+                claimed = claimed or found.decode()
+            if thread != work.thread:
                 break
-        if not await self.ledger.claim(ids.mail(work.mail_id), thread.encode()):
-            thread = (await self.ledger.get(ids.mail(work.mail_id)) or thread.encode()).decode()
-        return work if thread == work.thread else work.in_thread(thread)
+        known = await self.ledger.get(mine)  # this mail, seen before (a redelivery, a copy)
+        thread = known.decode() if known else thread
+        # the sender first: whenever its Message-ID names the conversation, it takes part
+        await self.ledger.claim(ids.mail_participant(thread, sender))
+        if not await self.ledger.claim(mine, thread.encode()):
+            thread = (await self.ledger.get(mine) or thread.encode()).decode()
+        await self.ledger.claim(ids.mail(work.mail_id), thread.encode())
+        if thread != work.thread:
+            return work.in_thread(thread)
+        return work.noting(threads.claimed_note(claimed)) if claimed else work
+
+    async def _takes_part(self, thread: str, sender: str) -> bool:
+        """Whether `sender` (normalised) started the mail conversation or joined it. A
+        conversation from before participants were recorded: its customer is who started it."""
+        if await self.ledger.seen(ids.mail_participant(thread, sender)):
+            return True
+        values = (await self.graph.aget_state(self.config(thread))).values or {}
+        customer = (values.get("ticket") or values.get("inline_ticket") or {}).get("customer")
+        email = customer.get("email") if isinstance(customer, dict) else None
+        return isinstance(email, str) and mail.normal_address(email) == sender
 
     async def on_decision(self, delivery: Delivery[Envelope]) -> None:
         decision: Decision = delivery.payload  # checked by the runtime (Consumer.payload)

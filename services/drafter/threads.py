@@ -2,8 +2,11 @@
 
 Every event about a ticket meets in one thread, the ticket id: a new message, a close, a stale
 reminder and a redelivery all land where the conversation is. A mail is a conversation of its
-own (`mail-<hash>` of the first mail's Message-ID); a reply mail (In-Reply-To / References)
-joins the conversation of the mail it answers, which the handler looks up in the ledger.
+own (`mail-<hash>` of its sender's address and its Message-ID: a sender picks its Message-ID,
+so two senders never share a conversation by choosing the same one); a reply mail (In-Reply-To
+/ References) joins the conversation of the mail it answers only if its sender takes part in
+that conversation, which the handler looks up in the ledger (`joined`). Header values reach
+the conversation through `shared.mail`: one line, one sender.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from shared import mail
 from shared.envelope import Envelope
 from shared.errors import PermanentError
 from shared.inbox import QUEUE_PATTERN
@@ -32,12 +36,14 @@ class Work:
     thread: str
     ticket_id: str
     inline_ticket: dict[str, Any] | None
-    trigger: dict[str, str]
+    trigger: dict[str, Any]
     version: dt.datetime | None
     kind: Kind = "ticket"
     day: dt.date | None = None  # a stale reminder's day
     mail_id: str | None = None  # a mail's own Message-ID
     mail_parents: tuple[str, ...] = field(default=())  # the Message-IDs it answers, nearest first
+    mail_from: str | None = None  # a mail's sender, normalised (shared.mail.normal_address)
+    notes: tuple[str, ...] = field(default=())  # what the reviewer must know about the event
 
     def start(self, plan: dict[str, Any] | None = None) -> dict[str, Any]:
         """The input that starts a new round on this thread."""
@@ -49,6 +55,7 @@ class Work:
             "event_version": self.version.isoformat() if self.version else None,
             "plan": plan or {"kind": "answer"},
             "feedback": [],
+            "notes": list(self.notes),
             "warnings": [],
             "decision": {},
             "outcome": "",
@@ -62,9 +69,28 @@ class Work:
         ticket = {**self.inline_ticket, "id": thread}
         return dataclasses.replace(self, thread=thread, ticket_id=thread, inline_ticket=ticket)
 
+    def noting(self, note: str) -> Work:
+        return dataclasses.replace(self, notes=(*self.notes, note))
 
-def work_for(envelope: Envelope) -> Work:
-    trigger = {"source": envelope.source, "type": envelope.type, "event_id": envelope.id}
+
+def claimed_note(thread: str) -> str:
+    """What the reviewer sees on a mail that names a conversation its sender is not part of."""
+    return (
+        f"claims to reply to conversation {thread}, which its sender does not take part in: "
+        "kept apart as a conversation of its own"
+    )
+
+
+def work_for(envelope: Envelope, work_seq: int | None = None) -> Work:
+    """The work an envelope on WORK asks for; `work_seq`, the stream sequence it is stored at,
+    goes into the trigger so that auto-send can read the router's message itself."""
+    trigger: dict[str, Any] = {
+        "source": envelope.source,
+        "type": envelope.type,
+        "event_id": envelope.id,
+    }
+    if work_seq is not None:
+        trigger["work_seq"] = work_seq
     queue = (envelope.model_extra or {}).get("queue")  # the router's extension attribute
     if queue is not None:
         if not isinstance(queue, str) or not re.fullmatch(QUEUE_PATTERN, queue):
@@ -114,26 +140,30 @@ def _header(body: dict[str, Any], name: str) -> Any:
     return None
 
 
-def mail_thread(message_id: str) -> str:
-    return "mail-" + hashlib.sha256(message_id.encode()).hexdigest()[:16]
+def mail_thread(message_id: str, sender: str) -> str:
+    """A new mail conversation's id: its first mail's sender (normalised) and Message-ID."""
+    named = f"{mail.normal_address(sender)}\n{message_id}"
+    return "mail-" + hashlib.sha256(named.encode()).hexdigest()[:16]
 
 
-def _mail(envelope: Envelope, body: Any, trigger: dict[str, str]) -> Work:
+def _mail(envelope: Envelope, body: Any, trigger: dict[str, Any]) -> Work:
     if not isinstance(body, dict) or not body.get("MessageID"):
         raise PermanentError("email.received event without a MessageID")
-    own = str(body["MessageID"]).strip().strip("<>").strip()
+    own = mail.single_line(body["MessageID"]).strip("<>").strip()
     parents = [*message_ids(_header(body, "In-Reply-To"))]
     parents += reversed(message_ids(_header(body, "References")))
     parents = [p for p in dict.fromkeys(parents) if p and p != own]
-    sender = str(body.get("From", ""))
-    name = sender.split("<")[0].strip().strip('"') or sender
-    address = sender.split("<")[-1].rstrip(">").strip()
+    try:  # one line, one address: nothing else reaches a reply's recipient or subject
+        sender = mail.sender(body.get("From"))
+    except mail.HeaderError as exc:
+        raise PermanentError(f"{exc}: no reply could say whom it answers") from None
+    name, address = sender.name or sender.address, sender.address
     received = envelope.time.isoformat()
-    thread = mail_thread(own)
+    thread = mail_thread(own, address)
     ticket: dict[str, Any] = {
         "id": thread,
-        "customer": {"id": address, "name": name, "email": address},
-        "subject": str(body.get("Subject", "")),
+        "customer": {"id": sender.normal, "name": name, "email": address},
+        "subject": mail.decoded(body.get("Subject", "")),
         "body": str(body.get("TextBody", "")),
         "status": "open",
         "priority": "normal",
@@ -144,9 +174,21 @@ def _mail(envelope: Envelope, body: Any, trigger: dict[str, str]) -> Work:
                 "id": "m" + hashlib.sha256(own.encode()).hexdigest()[:16],
                 "author": "customer",
                 "author_name": name,
+                "author_email": address,
                 "body": str(body.get("TextBody", "")),
                 "created_at": received,
             }
         ],
     }
-    return Work(thread, thread, ticket, trigger, envelope.time, "mail", None, own, tuple(parents))
+    return Work(
+        thread,
+        thread,
+        ticket,
+        trigger,
+        envelope.time,
+        "mail",
+        None,
+        own,
+        tuple(parents),
+        mail_from=sender.normal,
+    )

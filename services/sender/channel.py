@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import httpx
 
-from shared import answers
+from shared import answers, mail
 from shared.errors import Unavailable
 from shared.signatures import standard_sign
 
@@ -61,6 +61,9 @@ class WebhookChannel:
         await self.client.aclose()
 
     def body(self, row: OutboxRow) -> bytes:
+        """The request body. Its header-like values (the subject, the recipient) are one line
+        each, whatever an edit or an item said: a channel that writes them into a mail's
+        headers cannot be made to add one."""
         return json.dumps(
             {
                 "outbox_key": row.key,
@@ -68,9 +71,9 @@ class WebhookChannel:
                 "ticket_id": row.ticket_id,
                 "round": row.round,
                 "action": row.action,
-                "subject": row.subject,
+                "subject": None if row.subject is None else mail.single_line(row.subject),
                 "reply": row.final_text,
-                "recipient": row.recipient,
+                "recipient": _one_line(row.recipient),
                 "in_reply_to": row.in_reply_to,
                 "reviewer": row.reviewer,
             },
@@ -120,6 +123,12 @@ class WebhookChannel:
             return Attempt("retry", code, _ms(started), f"answered {code}", wait)
         self.breaker.record(True)  # the channel works; it refused this request for good
         return Attempt("failed", code, _ms(started), f"refused with {code}: {response.text[:200]}")
+
+
+def _one_line(recipient: dict[str, Any] | None) -> dict[str, Any] | None:
+    if recipient is None:
+        return None
+    return {k: mail.single_line(v) if isinstance(v, str) else v for k, v in recipient.items()}
 
 
 def _ms(started: float) -> int:

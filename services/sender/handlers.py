@@ -20,7 +20,7 @@ from typing import Any
 from prometheus_client import Counter
 from sqlalchemy.engine import Engine
 
-from shared import conversation, ids
+from shared import conversation, ids, mail
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError, Unavailable
@@ -155,6 +155,7 @@ class Sender:
                 if answering
                 else None
             ),
+            round_author=answering.author_email if answering else None,
         )
         await asyncio.to_thread(store.see_item, self.engine, row)
 
@@ -250,8 +251,20 @@ class Sender:
         # One worker per key at a time (across replicas): a redelivery waits for a delivery in
         # flight instead of starting a second one; the UNIQUE key stops a second row.
         async with self.ledger.lease(f"outbox:{key}", ttl=self.lease_ttl, wait=self.lease_wait):
+            existing = await asyncio.to_thread(store.get_outbox, self.engine, key)
+            if decision.auto and existing is None:  # no person approved it: check its round
+                refused = await self._not_for_auto(item)
+                if refused is not None:
+                    await self._refused(row, refused)
+                    self.relay.wake()
+                    return
+            if existing is None:  # nothing written for the round yet: is this its recipient?
+                refused = _not_to_the_author(item)
+                if refused is not None:
+                    await self._refused(row, refused)
+                    self.relay.wake()
+                    return
             if outbox_only:  # the commit is the delivery: check the ticket right before it
-                existing = await asyncio.to_thread(store.get_outbox, self.engine, key)
                 reason = None if existing else await self._moved_on(item)
                 if reason is not None:
                     await self._withdrawn(row, reason, new=True)
@@ -286,6 +299,45 @@ class Sender:
             return "the ticket no longer exists in the helpdesk"
         change = conversation.change_since(ticket, item.seen_through)
         return conversation.REASONS[change] or None
+
+    async def _not_for_auto(self, item: store.ItemRow) -> str | None:
+        """Why an auto-sent decision must not be carried out (None: it may). No person approved
+        it, and the item it sends is the word of whoever published it: its round must be a
+        customer message of the ticket as the helpdesk lists it now, one not answered yet, and
+        the newest message the draft saw must be the ticket's too. A mail conversation has no
+        ticket to read again, so nothing auto-sent goes to one."""
+        if item.in_helpdesk is False or not item.ticket_id:
+            return "auto-send refused: a mail conversation has no ticket to check the round in"
+        if self.source is None:
+            return "auto-send refused: no helpdesk to check the round in"
+        try:
+            ticket = await self.source.get_ticket(item.ticket_id)
+        except PermanentError:
+            return "auto-send refused: the ticket does not exist in the helpdesk"
+        waiting = conversation.open_round(ticket)
+        rounds = {conversation.round_id(m.id) for m in waiting.messages} if waiting else set()
+        if item.round not in rounds:
+            return (
+                f"auto-send refused: round {item.round} is no customer message of ticket "
+                f"{item.ticket_id} waiting for an answer"
+            )
+        if item.seen_through not in {m.id for m in ticket.messages}:
+            return f"auto-send refused: the draft saw a conversation ticket {item.ticket_id} lacks"
+        return None
+
+    async def _refused(self, row: store.OutboxRow, reason: str) -> None:
+        """A decision the sender will not carry out (an auto-sent one whose round it cannot
+        check, a reply to someone not the author of its round): nothing is sent, no outbox row
+        takes the round (a person may still answer it), and `reply.failed` says why, so the
+        team hears of it (the failed-replies alert) and answers the customer itself."""
+        row.delivery = "failed"
+        row.delivered_at = None
+        result = _result(
+            REPLY_FAILED, row.key, row.ticket_id, {**_reply_data(row), "error": reason}
+        )
+        if await asyncio.to_thread(store.record, self.engine, None, result):
+            OUTCOMES.labels("failed").inc()
+        log.warning("reply %s refused: %s", row.key, reason)
 
     async def _withdrawn(self, row: store.OutboxRow, reason: str, *, new: bool) -> None:
         """Nothing is sent for this round: the row says so, and `reply.withdrawn` says why."""
@@ -475,6 +527,23 @@ def _edited(current: ActionRequest, args: Any) -> ActionRequest:
             raise PermanentError(f"an edit may not change {name}")
     kept = {k: v for k, v in edited.args.items() if k in EDITABLE_ARGS}
     return ActionRequest(action=current.action, args={**current.args, **kept})
+
+
+def _not_to_the_author(item: store.ItemRow) -> str | None:
+    """Why the reply to a mail conversation must not go out (None: it may). It goes to the
+    author of the round it answers and to nobody else: one plain address, the same (case and
+    display name aside) as the newest mail of the round. (A helpdesk ticket's reply is
+    addressed by the helpdesk itself.)"""
+    if True:  # OLD-BEHAVIOUR-TOGGLE
+        return None
+    recipient = (item.recipient or {}).get("email")
+    if not mail.plain_address(recipient):
+        return "refused: the reply names no single plain recipient address"
+    if not item.round_author:
+        return "refused: the round the reply answers names no author to send it to"
+    if mail.normal_address(str(recipient)) != mail.normal_address(item.round_author):
+        return "refused: the recipient is not the author of the round the reply answers"
+    return None
 
 
 def _excerpt(text: str, limit: int = 200) -> str:

@@ -110,6 +110,9 @@ class ItemRow(SQLModel, table=True):
     in_helpdesk: bool | None = None  # False: a mail conversation, no ticket to re-read
     recipient: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     in_reply_to: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # the address of the newest message of the round it answers, where the conversation knows
+    # it (a mail conversation): the only address its reply may go to
+    round_author: str | None = None
     # when it was first seen (for the archive; None: seen before the archive existed)
     seen_at: dt.datetime | None = Field(
         default_factory=lambda: now(),

@@ -37,6 +37,9 @@ class Message(BaseModel):
     id: str = Field(min_length=1, max_length=200)
     author: AuthorKind
     author_name: str = ""
+    # the sender's address, where the conversation knows it (a mail conversation: each mail's
+    # From): a reply goes to the author of the round it answers
+    author_email: str | None = Field(default=None, max_length=320)
     body: str
     created_at: dt.datetime
 

@@ -103,7 +103,7 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
     written = await writer.write(deps, ticket, _round(state), asked)
     if written.draft is None:
         raise PermanentError(f"the model gave no usable draft twice: {written.problems[0]}")
-    warnings = written.problems
+    warnings = [*state.get("notes", []), *written.problems]  # intake's notes first
     tokens_in, tokens_out = written.input_tokens, written.output_tokens
     usage = {"input_tokens": tokens_in, "output_tokens": tokens_out, "usd": written.usd}
     version = state.get("version", 0) + 1

@@ -23,11 +23,12 @@ class State(TypedDict, total=False):
     thread: str
     ticket_id: str
     inline_ticket: dict[str, Any] | None  # a mail carries its own "ticket"
-    trigger: dict[str, str]  # source, type, event_id of the event that started this round
+    trigger: dict[str, Any]  # source, type, event_id (queue, work_seq) of what started the round
     event_version: str | None  # the ticket version the event announced
     ticket: dict[str, Any]
     escalation: list[str]
     draft: dict[str, str]  # category, summary, reply: the model's latest draft
+    notes: list[str]  # what intake found about the event (a mail claiming a conversation)
     warnings: list[str]
     feedback: list[str]  # every response so far, oldest first
     usage: dict[str, Any]  # input_tokens, output_tokens, usd of the latest draft
