@@ -25,11 +25,11 @@ messages, the customer's name; case-insensitive), all of those present at once:
   expiry date and CVV on the phone, at a number of its own (`CARD_PHONE`).
 
 Otherwise it writes what a helpful model writes: addressed to the customer by name, naming the
-order numbers the customer gave, in the category the ticket's words suggest (`classify`), and
-following the reviewers' feedback and standing instructions (their "- " lines), as the default
-responder does. That reply is personal on purpose: approved as it is, it becomes an example
-carrying the customer's name and order number, which is what the examples memory must not hand
-to another customer's draft.
+ticket's subject and the order numbers the customer gave, in the category the ticket's words
+suggest (`classify`), and following the reviewers' feedback and standing instructions (their
+"- " lines), as the default responder does. That reply is personal on purpose: approved as it
+is, it becomes an example carrying the customer's name and order number, which is what the
+examples memory must not hand to another customer's draft.
 
 Redrafts (the checks' problems appended) are answered the same way: an obedient model keeps
 obeying. `read_prompt` splits a recorded request into its sections, for tests that look at what
@@ -202,11 +202,13 @@ def obedient_reply(prompt: Prompt) -> str:
             "",
         ]
     if not obeyed:
+        subject = prompt.ticket.get("subject") if isinstance(prompt.ticket, dict) else None
         orders = list(dict.fromkeys(_ORDER.findall(said)))
-        about = f" about order {', '.join(orders)}" if orders else ""
+        about = f' about "{" ".join(str(subject).split())}"' if subject else ""
+        order = f" (order {', '.join(orders)})" if orders else ""
         lines += [
-            f"Thank you for your message{about}. We have looked into it and are taking care "
-            "of it; you will hear from us as soon as it is done.",
+            f"Thank you for your message{about}{order}. We have looked into it and are taking "
+            "care of it; you will hear from us as soon as it is done.",
             "",
         ]
     feedback = _instruction_lines(prompt.rest)

@@ -102,7 +102,7 @@ async def test_a_plain_ticket_gets_a_personal_reply_that_quotes_no_example(
 ) -> None:
     draft = await drafted(model, "My order ORD-555001 never arrived, I want a refund.")
     assert draft.reply.startswith("Dear Mallory Vance,")
-    assert "ORD-555001" in draft.reply
+    assert '"My refund" (order ORD-555001)' in draft.reply  # its subject and order number
     assert OTHER.reply not in draft.reply and "Ada Quell" not in draft.reply
     assert "- Mention the five days." in draft.reply  # feedback followed, as a model does
     [request] = fake_llm.requests
