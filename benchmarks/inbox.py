@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import random
+import secrets
 import sys
 import tempfile
 import time
@@ -173,6 +174,7 @@ class Inbox:
                 "DESK_REVIEWERS": json.dumps(
                     [{"name": "bench", "role": "reviewer", "token_sha256": digest}]
                 ),
+                "DESK_AUDIT_KEY": secrets.token_urlsafe(32),
             }
         )
         self.child = Child(["desk", "inbox_api"], env, self.work / "inbox_api.log")

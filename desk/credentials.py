@@ -1,9 +1,10 @@
 """Development credentials for the embedded stack, created once and reused.
 
 `var/dev-credentials.json` (mode 0600): a Standard Webhooks secret per demo source, a reviewer
-token and a viewer token, a NATS password per service, and the user and password the nodes of
-an embedded cluster (`DESK_NATS_NODES` > 1) authenticate their routes with. Production takes
-these from Secrets, never from this file.
+token, a viewer token and the daily report's token (counts only), a NATS password per service,
+the user and password the nodes of an embedded cluster (`DESK_NATS_NODES` > 1) authenticate
+their routes with, and the inbox's audit key (`DESK_AUDIT_KEY`: which auto-sent replies are
+audited). Production takes these from Secrets, never from this file.
 """
 
 from __future__ import annotations
@@ -44,13 +45,28 @@ def generate() -> dict[str, Any]:
         "webhook_secrets": {source: _webhook_secret() for source in DEMO_SOURCES},
         "reviewer_token": secrets.token_urlsafe(32),
         "viewer_token": secrets.token_urlsafe(32),
+        "report_token": report_token(),
         "nats_passwords": nats_passwords(),
         "nats_route": nats_route(),
+        "audit_key": audit_key(),
     }
 
 
+def audit_key() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def report_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
 # Added to a file written by an older version, which lacks them.
-_ADDED_LATER = {"nats_passwords": nats_passwords, "nats_route": nats_route}
+_ADDED_LATER = {
+    "nats_passwords": nats_passwords,
+    "nats_route": nats_route,
+    "audit_key": audit_key,
+    "report_token": report_token,
+}
 
 
 def load_or_create(var_dir: Path) -> Path:

@@ -53,7 +53,8 @@ class Stack:
         (self.var_dir / "log").mkdir(exist_ok=True)
         self._creds_path = credentials.load_or_create(self.var_dir)
         creds = json.loads(self._creds_path.read_text())
-        self.supervisor.viewer_token = str(creds.get("viewer_token") or "")
+        self.supervisor.report_token = str(creds.get("report_token") or "")
+        self.supervisor.audit_key = str(creds.get("audit_key") or "")
         self.broker.passwords = dict(creds.get("nats_passwords") or {})
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

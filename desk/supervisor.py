@@ -89,7 +89,8 @@ class Supervisor:
         self.var_dir = var_dir
         self.broker = broker
         self.children: dict[str, ServiceProcess] = {}
-        self.viewer_token = ""  # the development viewer token, for the report (see child_env)
+        self.report_token = ""  # the development report token: counts only (see child_env)
+        self.audit_key = ""  # the inbox's audit key `desk up` made, unless DESK_AUDIT_KEY is set
         self.stopping = False
         self._stop = stop
         self._restarted = restarted
@@ -136,14 +137,16 @@ class Supervisor:
             env["DESK_KNOWLEDGE_DIR"] = str(DEMO_KNOWLEDGE)
         if (
             child.name == "reconciler"
-            and self.viewer_token
+            and self.report_token
             and not {
                 "DESK_REPORT_TOKEN",
                 "DESK_REVIEWERS",
             }
             & set(env)
-        ):  # the dev viewer token, while the dev tokens are the inbox's
-            env["DESK_REPORT_TOKEN"] = self.viewer_token  # the report reads the inbox API
+        ):  # the dev report token, while the dev tokens are the inbox's
+            env["DESK_REPORT_TOKEN"] = self.report_token  # the report reads the inbox's counts
+        if child.name == "inbox_api" and self.audit_key and not env.get("DESK_AUDIT_KEY"):
+            env["DESK_AUDIT_KEY"] = self.audit_key
         return env
 
     async def _spawn(self, child: ServiceProcess) -> None:

@@ -428,6 +428,12 @@ class InboxApiSettings(DeskSettings):
         le=1,
         description="demote a category when more than this share of its last audits found edits",
     )
+    audit_key: SecretStr | None = Field(
+        default=None,
+        description="a secret of this deployment (at least 16 characters) that decides which "
+        "auto-sent replies wait for an audit, so nobody can predict them; required with "
+        "DESK_REVIEWERS (`desk up` makes one)",
+    )
     helpdesk_ticket_url: str | None = Field(
         default=None,
         description="link to a ticket in the helpdesk, a template with {ticket}",
@@ -470,6 +476,18 @@ class InboxApiSettings(DeskSettings):
     def _ticket_url(self) -> InboxApiSettings:
         if self.helpdesk_ticket_url and "{ticket}" not in self.helpdesk_ticket_url:
             raise ValueError("DESK_HELPDESK_TICKET_URL must contain {ticket}")
+        return self
+
+    @model_validator(mode="after")
+    def _audit_key(self) -> InboxApiSettings:
+        key = self.audit_key.get_secret_value() if self.audit_key else ""
+        if self.audit_key is not None and len(key) < 16:
+            raise ValueError("DESK_AUDIT_KEY must be at least 16 characters")
+        if self.reviewers and not key:  # a deployment, not the dev tokens of `desk up`
+            raise ValueError(
+                "DESK_AUDIT_KEY is required with DESK_REVIEWERS: the secret that decides which "
+                "auto-sent replies are audited"
+            )
         return self
 
 

@@ -418,13 +418,19 @@ async def post_instruction(request: Request) -> Response:
     body = await _json_object(request)
     if isinstance(body, Response):
         return body
-    engine = _inbox(request).engine
+    inbox = _inbox(request)
+    engine = inbox.engine
     row = await _in_store(
-        store.write_instruction, engine, body.get("category"), body.get("text"), who.name
+        store.write_instruction,
+        engine,
+        body.get("category"),
+        body.get("text"),
+        who.name,
+        admin=who.name in inbox.admins,
     )
     if isinstance(row, Response):
         return row
-    log.info("standing instruction %s written by %s", row["id"], who.name)
+    log.info("standing instruction %s written by %s (%s)", row["id"], who.name, row["status"])
     await publish_guidance(_bus(request), engine)
     return JSONResponse(row, status_code=201)
 
@@ -444,7 +450,8 @@ async def change_instruction(request: Request) -> Response:
         if isinstance(body, Response):
             return body
         text = body.get("text")
-    engine = _inbox(request).engine
+    inbox = _inbox(request)
+    engine = inbox.engine
     row = await _in_store(
         store.change_instruction,
         engine,
@@ -452,6 +459,7 @@ async def change_instruction(request: Request) -> Response:
         who.name,
         text=text,
         remove=request.method == "DELETE",
+        admin=who.name in inbox.admins,
         missing="no such standing instruction",
     )
     if isinstance(row, Response):
@@ -459,6 +467,37 @@ async def change_instruction(request: Request) -> Response:
     verb = "removed" if request.method == "DELETE" else "edited"
     log.info("standing instruction %s %s by %s", instruction_id, verb, who.name)
     await publish_guidance(_bus(request), engine)
+    return JSONResponse(row)
+
+
+async def approve_instruction(request: Request) -> Response:
+    """An admin approves an instruction (or the edit proposed for it): drafts get it."""
+    return await _judge_instruction(request, store.approve_instruction, "approved")
+
+
+async def reject_instruction(request: Request) -> Response:
+    """An admin turns down a pending instruction or the edit proposed for it."""
+    return await _judge_instruction(request, store.reject_instruction, "turned down")
+
+
+async def _judge_instruction(request: Request, call: Any, verdict: str) -> Response:
+    who = authorize(request, "reviewer")
+    if isinstance(who, Response):
+        return who
+    inbox = _inbox(request)
+    if who.name not in inbox.admins:
+        return error(403, "only an admin (DESK_ADMINS) may approve standing instructions")
+    try:
+        instruction_id = int(request.path_params["id"])
+    except ValueError:
+        return error(404, "no such standing instruction")
+    row = await _in_store(
+        call, inbox.engine, instruction_id, who.name, missing="no such standing instruction"
+    )
+    if isinstance(row, Response):
+        return row
+    log.warning("standing instruction %s: %s by %s", instruction_id, verdict, who.name)
+    await publish_guidance(_bus(request), inbox.engine)
     return JSONResponse(row)
 
 
@@ -493,6 +532,7 @@ async def post_autosend(request: Request) -> Response:
     if isinstance(row, Response):
         return row
     log.warning("auto-send %s for %s by %s", row["action"], category, who.name)
+    await publish_guidance(_bus(request), inbox.engine)  # what its drafts are given changed
     return JSONResponse(row)
 
 
@@ -540,6 +580,8 @@ routes = [
     Route("/api/instructions", list_instructions, methods=["GET"]),
     Route("/api/instructions", post_instruction, methods=["POST"]),
     Route("/api/instructions/{id}", change_instruction, methods=["PATCH", "DELETE"]),
+    Route("/api/instructions/{id}/approve", approve_instruction, methods=["POST"]),
+    Route("/api/instructions/{id}/reject", reject_instruction, methods=["POST"]),
     Route("/api/autosend", get_autosend, methods=["GET"]),
     Route("/api/autosend/{category}", post_autosend, methods=["POST"]),
     Route("/api/items/{id}/audit", post_audit, methods=["POST"]),

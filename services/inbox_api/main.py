@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import functools
 import logging
+import secrets
 
 from sqlalchemy.engine import Engine
 
@@ -34,6 +35,7 @@ async def run(settings: InboxApiSettings) -> None:
         settings.autosend_unedited,
         settings.autosend_audit,
         settings.autosend_demote,
+        audit_key=_audit_key(settings),
     )
     inbox = Inbox(
         engine,
@@ -97,6 +99,15 @@ async def run(settings: InboxApiSettings) -> None:
             await svc.until_stopped()
     finally:
         engine.dispose()
+
+
+def _audit_key(settings: InboxApiSettings) -> bytes:
+    """DESK_AUDIT_KEY (required with configured reviewers; `desk up` passes the one it made);
+    without one, a key of this run's own: the audit sample stays unpredictable."""
+    if settings.audit_key is not None:
+        return settings.audit_key.get_secret_value().encode()
+    log.warning("no DESK_AUDIT_KEY: the audit sample is keyed with a key of this run's own")
+    return secrets.token_bytes(32)
 
 
 async def _archive(engine: Engine, days: float) -> None:

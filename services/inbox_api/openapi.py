@@ -61,7 +61,11 @@ def _instruction() -> dict[str, Any]:
             "id": {"type": "integer"},
             "category": {"type": "string"},
             "text": {"type": "string"},
-            "status": {"enum": ["active", "removed"]},
+            "status": {
+                "enum": ["active", "pending", "removed"],
+                "description": "pending: new in a category with auto-send on, it reaches no "
+                "draft until an admin approves it",
+            },
             "origin": {
                 "enum": ["learned", "written"],
                 "description": "learned from feedback that recurred across tickets, or "
@@ -76,6 +80,16 @@ def _instruction() -> dict[str, Any]:
             "created_at": {"type": "string", "format": "date-time"},
             "updated_at": {"type": "string", "format": "date-time"},
             "updated_by": {"type": ["string", "null"]},
+            "approved_by": {
+                "type": ["string", "null"],
+                "description": "the admin who approved the text as it reads now; with auto-send "
+                "on for the category, only approved instructions reach its drafts",
+            },
+            "approved_at": {"type": ["string", "null"], "format": "date-time"},
+            "proposed": {
+                "type": ["string", "null"],
+                "description": "an edit waiting for an admin (the text stays in force until then)",
+            },
         },
     }
 
@@ -455,7 +469,8 @@ def document() -> dict[str, Any]:
             },
             "/api/instructions/{id}": {
                 "patch": {
-                    "summary": "Edit an active instruction's text",
+                    "summary": "Edit an instruction's text (with auto-send on for its category, "
+                    "a non-admin's edit waits for an admin)",
                     "parameters": [_path_id("instruction id", "integer")],
                     "requestBody": _body(
                         {
@@ -477,6 +492,28 @@ def document() -> dict[str, Any]:
                         **_errors(401, 403, 404, 503),
                     },
                 },
+            },
+            "/api/instructions/{id}/approve": {
+                "post": {
+                    "summary": "Approve an instruction, or the edit proposed for it; admins only "
+                    "(DESK_ADMINS)",
+                    "parameters": [_path_id("instruction id", "integer")],
+                    "responses": {
+                        "200": _answer("approved", {"$ref": "#/components/schemas/Instruction"}),
+                        **_errors(401, 403, 404, 503),
+                    },
+                }
+            },
+            "/api/instructions/{id}/reject": {
+                "post": {
+                    "summary": "Turn down a pending instruction (removed) or the edit proposed for "
+                    "it; admins only (DESK_ADMINS)",
+                    "parameters": [_path_id("instruction id", "integer")],
+                    "responses": {
+                        "200": _answer("turned down", {"$ref": "#/components/schemas/Instruction"}),
+                        **_errors(401, 403, 404, 409, 503),
+                    },
+                }
             },
             "/api/autosend": {
                 "get": {

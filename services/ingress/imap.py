@@ -54,8 +54,12 @@ MAX_REFERENCES = 4000  # characters of In-Reply-To / References kept
 class Mail:
     uid: str
     raw: bytes  # the whole mail; only its header section when `whole` is False
-    size: int  # as the server reports it (RFC822.SIZE)
+    reported: int | None = None  # its size as the server reports it (RFC822.SIZE)
     whole: bool = True
+
+    @property
+    def size(self) -> int:
+        return len(self.raw) if self.reported is None else self.reported
 
 
 def to_event(raw: bytes) -> dict[str, Any]:
@@ -193,7 +197,7 @@ class Mailbox:
                     continue
                 raw = next((p[1] for p in parts if isinstance(p, tuple)), None)
                 if raw is not None:
-                    mails.append(Mail(uid, raw, len(raw) if size is None else size, whole))
+                    mails.append(Mail(uid, raw, size, whole))
             return mails
         finally:
             with contextlib.suppress(imaplib.IMAP4.error, OSError):
@@ -289,7 +293,8 @@ async def poll_once(
             metrics.QUARANTINED.labels(reason).inc()
             log.warning("mail %s stored as a stand-in without its body: %s", found.uid, reason)
     await asyncio.to_thread(mailbox.mark_seen, done)
-    await asyncio.to_thread(mailbox.quarantine, set_apart, quarantine)
+    if set_apart and quarantine:
+        await asyncio.to_thread(mailbox.quarantine, set_apart, quarantine)
     return Poll(len(done), len(set_apart), failed)
 
 

@@ -18,6 +18,7 @@ import yaml
 from desk.evaluation import DEMO_CASES, Case, load, met
 from desk.helpdesk import DEMO_KNOWLEDGE
 from services.drafter.knowledge import Knowledge
+from shared import evidence
 from standins.llm import FakeLLM, default_responder
 
 DESK = [sys.executable, "-m", "desk"]
@@ -83,6 +84,13 @@ def test_the_demo_set_runs_through_the_built_in_model_and_passes(tmp_path: Path)
     assert data["overall"]["cases"] == len(cases.cases)
     assert data["overall"]["retrieval_hit_rate"] >= 0.9
     assert set(data["by_category"]) >= {"refund", "billing", "invoice", "account"}
+    # what the inbox is sent to enable auto-send: the case file named by its sha256, and case
+    # results the verdict is worked out from again (`shared.evidence`), agreeing with this run
+    assert data["cases_file"]["sha256"] == hashlib.sha256(DEMO_CASES.read_bytes()).hexdigest()
+    shown = evidence.check(data, "invoice")
+    assert shown["overall"]["cases"] == len(cases.cases)
+    assert shown["overall"]["category_accuracy"] == data["overall"]["category_accuracy"]
+    assert shown["overall"]["criteria_met"] == data["overall"]["criteria_met"]
 
 
 def test_every_expected_article_exists_and_every_must_is_in_its_articles() -> None:

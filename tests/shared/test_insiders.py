@@ -342,7 +342,7 @@ async def test_the_mail_poller_works_as_its_own_user_and_only_stores_mail(
     raw = await Raw.connect(secured, "ingress_imap")
     try:
         mailbox = OneMail()
-        assert await poll_once(mailbox, poller, "email") == 1  # type: ignore[arg-type]
+        assert (await poll_once(mailbox, poller, "email")).stored == 1  # type: ignore[arg-type]
         assert mailbox.seen == ["1"]
         [stored] = await messages(admin.js, subjects.EVENTS)
         assert stored.subject == subjects.event("email", "email.received")

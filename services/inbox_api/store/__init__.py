@@ -21,7 +21,14 @@ from .archive import ARCHIVE_SECONDS, archive
 from .decisions import Reviewer, decide, mark_published, traceparent_of, unpublished
 from .documents import decision_json, detail_json, item_json
 from .errors import Conflict, Invalid, NotFound
-from .instructions import change_instruction, guidance, list_instructions, write_instruction
+from .instructions import (
+    approve_instruction,
+    change_instruction,
+    guidance,
+    list_instructions,
+    reject_instruction,
+    write_instruction,
+)
 from .listing import Mine, decode_cursor, encode_cursor, list_items, with_claims
 from .projection import (
     mark_overdue,
@@ -75,6 +82,7 @@ __all__ = [
     "Status",
     "StoredSession",
     "Waiting",
+    "approve_instruction",
     "archive",
     "autosend",
     "change_instruction",
@@ -100,6 +108,7 @@ __all__ = [
     "purge_sessions",
     "record_notification",
     "review",
+    "reject_instruction",
     "review_days",
     "review_log",
     "set_flash",

@@ -3,13 +3,15 @@ without waiting for them, while people keep checking a sample, and loses it when
 
 - **Enabling** is for an admin (`DESK_ADMINS`), per category, and only with the evidence: the
   category's last `evidence` decisions on reply drafts (200 by default) were at least `unedited`
-  (98 %) accepts of the draft as written, and a `desk eval` report that passed, and covered the
-  category, comes with the request. Otherwise the refusal says what is missing.
+  (98 %) accepts of the draft as written, and a `desk eval --json` report comes with the
+  request whose case results pass (recomputed here, not believed: `shared.evidence`) and cover
+  the category; its case file's sha256 is recorded. Otherwise the refusal says what is missing.
 - **Sending**: an item of an enabled category that the checks raised no warning about is
   decided by `AUTO_SEND` (an accept, marked `auto`) in the transaction that records it; the
   sender then sends it like any approval, through the outbox and its fresh-state check, and marks
-  the result event `auto`. A share `audit` of them (10 %, chosen by the item id) waits for a
-  person's audit after sending.
+  the result event `auto`. A share `audit` of them (10 %, chosen by the item id's HMAC under the
+  deployment's secret audit key, so nobody outside can predict which) waits for a person's
+  audit after sending.
 - **Demotion**: an audit that found the reply needed editing counts against the category; when
   more than `demote` of its latest audits since it was turned on (up to `AUDIT_WINDOW`) found
   edits, the category is demoted to human review at once.
@@ -25,16 +27,18 @@ transaction decides, so an answer a few seconds old never sends what it should n
 from __future__ import annotations
 
 import hashlib
+import hmac
 import threading
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from shared import evidence as evidence_of_eval
 from shared.inbox import AUTO_SEND, CATEGORIES, SEND_REPLY
 
 from .errors import Conflict, Invalid, NotFound
@@ -54,6 +58,7 @@ class Policy:
     unedited: float = 0.98
     audit: float = 0.10
     demote: float = 0.10
+    audit_key: bytes = field(default=b"", repr=False)  # DESK_AUDIT_KEY: keys `sampled`
 
 
 def _latest(session: Session, category: str) -> AutoSendRow | None:
@@ -131,15 +136,13 @@ def evidence(session: Session, category: str, policy: Policy) -> dict[str, Any]:
     }
 
 
-def _eval_passed(report: Any, category: str) -> str | None:
-    """Why a `desk eval --json` report does not let `category` be enabled (None: it does)."""
-    if not isinstance(report, dict):
-        return "a `desk eval --json` report of a run that passed must come with the request"
-    if report.get("passed") is not True:
-        return "the eval report did not pass"
-    if category not in (report.get("by_category") or {}):
-        return f"the eval report has no {category} cases"
-    return None
+def _eval_passed(report: Any, category: str) -> tuple[str | None, dict[str, Any]]:
+    """Why a `desk eval --json` report does not let `category` be enabled (None: it does), and
+    what it shows, recomputed from its case results (`shared.evidence`): not what it claims."""
+    try:
+        return None, evidence_of_eval.check(report, category)
+    except evidence_of_eval.Unproven as exc:
+        return str(exc), {}
 
 
 def change(
@@ -158,12 +161,12 @@ def change(
                     f"{_pct(found['unedited_share'])} unedited accepts (needs "
                     f"{policy.unedited:.0%})"
                 )
-            why = _eval_passed(report, category)
+            why, shown = _eval_passed(report, category)
             if why:
                 problems.append(why)
             if problems:
                 raise Invalid("auto-send needs its evidence: " + "; ".join(problems))
-            found["eval"] = {k: report.get(k) for k in ("cases_file", "model", "overall")}
+            found["eval"] = shown  # the case file's sha256, and the figures as recomputed
         elif not enabled(session, category):
             raise Conflict(f"auto-send is not on for {category}")
         row = AutoSendRow(
@@ -191,17 +194,19 @@ def applies(policy: Policy) -> Any:
         if row.action != SEND_REPLY or row.warnings or not enabled(session, row.category):
             return False
         row.auto = True
-        if sampled(row.id, policy.audit):
+        if sampled(row.id, policy.audit, policy.audit_key):
             row.audit = "waiting"
         return True
 
     return check
 
 
-def sampled(item_id: str, share: float) -> bool:
-    """The same items every time (a redelivery picks the same): by the item id's digest."""
-    digest = int.from_bytes(hashlib.sha256(item_id.encode()).digest()[:4], "big")
-    return digest < share * 2**32
+def sampled(item_id: str, share: float, key: bytes) -> bool:
+    """Whether an auto-sent item waits for an audit: by the item id's HMAC under the
+    deployment's audit key (`DESK_AUDIT_KEY`), so the same item is picked every time (a
+    redelivery picks the same) but nobody without the key can tell which ones will be."""
+    mac = hmac.new(key, item_id.encode(), hashlib.sha256).digest()
+    return int.from_bytes(mac[:4], "big") < share * 2**32
 
 
 def audit(

@@ -22,7 +22,7 @@ from shared.inbox import EDITABLE_ARGS, ActionRequest, Decision, InterruptConfig
 from .. import metrics
 from . import claims
 from .errors import Conflict, Invalid, NotFound
-from .instructions import learn
+from .instructions import approved_ids, learn
 from .tables import DecisionRow, ItemRow, as_utc, now
 
 
@@ -102,8 +102,15 @@ def decide(
             if row.status == "withdrawn":
                 raise Conflict(f"this draft was withdrawn: {row.withdrawn_reason or 'no reason'}")
             raise Conflict(f"this item is {row.status}, not waiting for a decision")
-        if auto is not None and not auto(session, row):
-            raise Conflict("auto-send does not apply to this item")
+        given: list[int] | None = None  # an auto decision: the instructions the draft was given
+        if auto is not None:
+            if not auto(session, row):
+                raise Conflict("auto-send does not apply to this item")
+            given = approved_ids(session, row)
+            if given is None:
+                raise Conflict(
+                    "auto-send: the draft was given a standing instruction no admin approved"
+                )
         config = InterruptConfig.model_validate(row.config)
         if not config.allows(kind):  # type: ignore[arg-type]
             raise Invalid(f"{kind} is not allowed on this item")
@@ -143,6 +150,7 @@ def decide(
                 feedback=feedback,
                 round=row.round,
                 auto=auto is not None or None,
+                instructions=given,
             )
         )
         if feedback:  # feedback that recurs across tickets becomes a standing instruction

@@ -100,4 +100,5 @@ def decision_json(row: DecisionRow) -> dict[str, Any]:
         "final_text": row.final_text,
         "feedback": row.feedback,
         "auto": bool(row.auto),
+        "instructions": row.instructions,  # auto: the approved instructions the draft was given
     }

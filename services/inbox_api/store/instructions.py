@@ -8,6 +8,14 @@ the inbox's instructions page and beside each draft that was given it, and edit 
 there; they may also write one. A removed instruction is kept (status `removed`) so the same
 feedback does not bring it back; feedback like an active one adds to its evidence. The active
 ones are what the drafter is given (`shared.guidance`, published by the inbox).
+
+Auto-sent replies follow them with no person reading the reply, so with auto-send on for a
+category, a new or changed instruction for it takes effect only once an admin (`DESK_ADMINS`)
+approves it: a new one waits as `pending`, an edit waits as `proposed` while the approved text
+stays in force, and only instructions an admin approved reach its drafts. The inbox checks it
+again when it auto-sends (`approved_ids`): a draft that says it was given any other text waits
+for a person, and the auto decision records the ids of the instructions it was given. Removing
+one takes effect at once, so a bad instruction can always be pulled.
 """
 
 from __future__ import annotations
@@ -22,7 +30,8 @@ from shared.guidance import Guidance, Instruction
 from shared.inbox import CATEGORIES
 from shared.similarity import overlap
 
-from .errors import Invalid, NotFound
+from .autosend import enabled, on_for
+from .errors import Conflict, Invalid, NotFound
 from .tables import DecisionRow, InstructionRow, ItemRow, as_utc, now
 
 RECURS = 2  # tickets whose feedback says the same thing before it stands
@@ -30,6 +39,7 @@ SIMILAR = 0.5  # the share of terms two pieces of feedback have in common to say
 MAX_CHARS = 500
 MAX_ID = 2**31 - 1  # the column's range (an id beyond it is no instruction, not an error)
 LOOKBACK = 500  # the newest feedback of a category compared with a new one
+LIVE = ("active", "pending")  # listed and changeable; `removed` is kept only as history
 
 
 def learn(session: Session, item: ItemRow, feedback: str, reviewer: str, at: dt.datetime) -> None:
@@ -49,7 +59,7 @@ def learn(session: Session, item: ItemRow, feedback: str, reviewer: str, at: dt.
         if overlap(row.text, feedback) >= SIMILAR or any(
             overlap(e.get("feedback", ""), feedback) >= SIMILAR for e in row.evidence
         ):
-            if row.status == "active" and all(e.get("item_id") != item.id for e in row.evidence):
+            if row.status in LIVE and all(e.get("item_id") != item.id for e in row.evidence):
                 row.evidence = [*row.evidence, evidence]
                 session.add(row)
             return  # it stands already, or reviewers removed it
@@ -72,6 +82,7 @@ def learn(session: Session, item: ItemRow, feedback: str, reviewer: str, at: dt.
         InstructionRow(
             category=category,
             text=feedback[:MAX_CHARS],
+            status="pending" if enabled(session, category) else "active",
             evidence=[
                 *(
                     {
@@ -92,6 +103,7 @@ def learn(session: Session, item: ItemRow, feedback: str, reviewer: str, at: dt.
 
 
 def instruction_json(row: InstructionRow) -> dict[str, Any]:
+    approved = as_utc(row.approved_at)
     return {
         "id": row.id,
         "category": row.category,
@@ -103,6 +115,9 @@ def instruction_json(row: InstructionRow) -> dict[str, Any]:
         "created_at": as_utc(row.created_at).isoformat(),  # type: ignore[union-attr]
         "updated_at": as_utc(row.updated_at).isoformat(),  # type: ignore[union-attr]
         "updated_by": row.updated_by,
+        "approved_by": row.approved_by,
+        "approved_at": approved.isoformat() if approved else None,
+        "proposed": row.proposed,
     }
 
 
@@ -112,7 +127,7 @@ def list_instructions(engine: Engine, *, removed: bool = False) -> list[dict[str
             col(InstructionRow.category), col(InstructionRow.id)
         )
         if not removed:
-            query = query.where(InstructionRow.status == "active")
+            query = query.where(col(InstructionRow.status).in_(LIVE))
         return [instruction_json(r) for r in session.exec(query).all()]
 
 
@@ -125,48 +140,133 @@ def _text(text: Any) -> str:
     return cleaned
 
 
-def write_instruction(engine: Engine, category: Any, text: Any, reviewer: str) -> dict[str, Any]:
-    """A reviewer's own instruction for `category`."""
+def write_instruction(
+    engine: Engine, category: Any, text: Any, reviewer: str, *, admin: bool = False
+) -> dict[str, Any]:
+    """A reviewer's own instruction for `category`: in force at once, unless auto-send is on
+    for the category and `reviewer` is no admin (then it waits for one)."""
     if category not in CATEGORIES:
         raise Invalid(f"category must be one of {', '.join(CATEGORIES)}")
+    cleaned = _text(text)
     at = now()
-    row = InstructionRow(
-        category=category,
-        text=_text(text),
-        origin="written",
-        created_at=at,
-        updated_at=at,
-        updated_by=reviewer,
-    )
     with Session(engine, expire_on_commit=False) as session:
+        held = not admin and enabled(session, category)
+        row = InstructionRow(
+            category=category,
+            text=cleaned,
+            status="pending" if held else "active",
+            origin="written",
+            created_at=at,
+            updated_at=at,
+            updated_by=reviewer,
+            approved_by=reviewer if admin else None,
+            approved_at=at if admin else None,
+        )
         session.add(row)
         session.commit()
         return instruction_json(row)
 
 
-def change_instruction(
-    engine: Engine, instruction_id: int, reviewer: str, *, text: Any = None, remove: bool = False
-) -> dict[str, Any]:
-    """Edit an active instruction's text, or remove it."""
-    if not 1 <= instruction_id <= MAX_ID:
+def _live(session: Session, instruction_id: int) -> InstructionRow:
+    row = session.get(InstructionRow, instruction_id) if 1 <= instruction_id <= MAX_ID else None
+    if row is None or row.status not in LIVE:
         raise NotFound(f"no standing instruction {instruction_id}")
+    return row
+
+
+def change_instruction(
+    engine: Engine,
+    instruction_id: int,
+    reviewer: str,
+    *,
+    text: Any = None,
+    remove: bool = False,
+    admin: bool = False,
+) -> dict[str, Any]:
+    """Edit an instruction's text, or remove it. With auto-send on for its category, a
+    non-admin's edit is proposed (the approved text stays in force until an admin approves)."""
     with Session(engine, expire_on_commit=False) as session:
-        row = session.get(InstructionRow, instruction_id)
-        if row is None or row.status != "active":
-            raise NotFound(f"no standing instruction {instruction_id}")
+        row = _live(session, instruction_id)
+        at = now()
         if remove:
-            row.status = "removed"
+            row.status, row.proposed = "removed", None
         else:
-            row.text = _text(text)
-        row.updated_at = now()
+            cleaned = _text(text)
+            if admin:
+                row.text, row.proposed, row.status = cleaned, None, "active"
+                row.approved_by, row.approved_at = reviewer, at
+            elif enabled(session, row.category):  # it waits for an admin
+                if row.status == "pending":
+                    row.text = cleaned
+                else:
+                    row.proposed = None if cleaned == row.text else cleaned
+            else:
+                row.text, row.proposed, row.status = cleaned, None, "active"
+                row.approved_by = row.approved_at = None
+        row.updated_at = at
         row.updated_by = reviewer
         session.add(row)
         session.commit()
         return instruction_json(row)
 
 
+def approve_instruction(engine: Engine, instruction_id: int, admin: str) -> dict[str, Any]:
+    """An admin approves an instruction as it now reads, or the edit proposed for it."""
+    with Session(engine, expire_on_commit=False) as session:
+        row = _live(session, instruction_id)
+        at = now()
+        if row.proposed is not None:
+            row.text, row.proposed = row.proposed, None
+        elif row.approved_by is not None and row.status == "active":
+            return instruction_json(row)  # approved already: the same answer again
+        row.status, row.approved_by, row.approved_at = "active", admin, at
+        row.updated_at, row.updated_by = at, admin
+        session.add(row)
+        session.commit()
+        return instruction_json(row)
+
+
+def reject_instruction(engine: Engine, instruction_id: int, admin: str) -> dict[str, Any]:
+    """An admin turns down what waits: a pending instruction is removed, a proposed edit
+    dropped (the approved text stays)."""
+    with Session(engine, expire_on_commit=False) as session:
+        row = _live(session, instruction_id)
+        if row.status == "pending":
+            row.status = "removed"
+        elif row.proposed is not None:
+            row.proposed = None
+        else:
+            raise Conflict(f"nothing of standing instruction {instruction_id} waits for approval")
+        row.updated_at, row.updated_by = now(), admin
+        session.add(row)
+        session.commit()
+        return instruction_json(row)
+
+
+def approved_ids(session: Session, item: ItemRow) -> list[int] | None:
+    """The ids of the standing instructions `item`'s draft says it was given, when an admin
+    approved every one of them as it reads now; None when any was not (the draft waits for a
+    person). Checked in the transaction that auto-sends it."""
+    given = item.instructions or []
+    if not given:
+        return []
+    rows = session.exec(
+        select(InstructionRow).where(
+            InstructionRow.category == item.category,
+            InstructionRow.status == "active",
+            col(InstructionRow.approved_by).is_not(None),
+        )
+    ).all()
+    approved = {r.text: r.id for r in rows}
+    if any(text not in approved for text in given):
+        return None
+    return [int(approved[text] or 0) for text in given]
+
+
 def guidance(engine: Engine) -> Guidance:
-    """What the drafter is given: the active instructions."""
+    """What the drafter is given: the active instructions; for a category with auto-send on,
+    only those an admin approved."""
+    held = on_for(engine)
     with Session(engine, expire_on_commit=False) as session:
         rows = session.exec(
             select(InstructionRow)
@@ -174,5 +274,9 @@ def guidance(engine: Engine) -> Guidance:
             .order_by(col(InstructionRow.category), col(InstructionRow.id))
         ).all()
         return Guidance(
-            instructions=[Instruction(id=r.id or 0, category=r.category, text=r.text) for r in rows]
+            instructions=[
+                Instruction(id=r.id or 0, category=r.category, text=r.text)
+                for r in rows
+                if r.category not in held or r.approved_by is not None
+            ]
         )

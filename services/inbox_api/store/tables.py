@@ -138,6 +138,8 @@ class DecisionRow(SQLModel, table=True):
     published: bool = Field(default=False, index=True)
     round: str | None = None
     auto: bool | None = None  # recorded by the auto-send policy (reviewer AUTO_SEND)
+    # an auto decision: the ids of the (admin-approved) standing instructions the draft was given
+    instructions: list[int] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 class NotificationRow(SQLModel, table=True):
@@ -177,7 +179,8 @@ class InstructionRow(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     category: str = Field(index=True)
     text: str
-    status: str = Field(default="active", index=True)  # active | removed
+    # active | pending (new in a category with auto-send on: waits for an admin) | removed
+    status: str = Field(default="active", index=True)
     origin: str = "learned"  # learned (from recurring feedback) | written (by a reviewer)
     # the feedback it was learned from: [{ticket, item_id, reviewer, feedback, at}], oldest first
     evidence: list[dict[str, Any]] = Field(
@@ -186,6 +189,13 @@ class InstructionRow(SQLModel, table=True):
     created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
     updated_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True)))
     updated_by: str | None = None  # the reviewer who last edited or removed it
+    # the admin who approved `text` as it reads now (None: no admin has): with auto-send on for
+    # its category, only approved instructions reach drafts
+    approved_by: str | None = None
+    approved_at: dt.datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+    proposed: str | None = None  # a reviewer's edit waiting for an admin; `text` stays in force
 
 
 class AutoSendRow(SQLModel, table=True):

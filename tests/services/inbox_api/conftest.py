@@ -18,6 +18,8 @@ from tests.services_running import ServiceProcess
 
 REVIEWER = "reviewer-token-for-tests"
 VIEWER = "viewer-token-for-tests"
+REPORTER = "report-token-for-tests"  # the daily report's: counts only
+AUDIT_KEY = "audit-key-for-tests-0123456789"  # DESK_AUDIT_KEY: required with DESK_REVIEWERS
 
 
 class Api:
@@ -33,7 +35,14 @@ class Api:
 def write_credentials(var_dir: Path) -> None:
     var_dir.mkdir(parents=True, exist_ok=True)
     (var_dir / "dev-credentials.json").write_text(
-        json.dumps({"webhook_secrets": {}, "reviewer_token": REVIEWER, "viewer_token": VIEWER})
+        json.dumps(
+            {
+                "webhook_secrets": {},
+                "reviewer_token": REVIEWER,
+                "viewer_token": VIEWER,
+                "report_token": REPORTER,
+            }
+        )
     )
 
 
@@ -62,6 +71,7 @@ def running_api(database: str, nats: NatsServer, root: Path, **extra: str) -> It
         "DESK_NATS_URL": nats.url,
         "DESK_VAR_DIR": str(root / "var"),
         "DESK_RETRY_INITIAL": "0.2",
+        "DESK_AUDIT_KEY": AUDIT_KEY,
         **extra,
     }
     with fresh_schema() if database == "postgresql" else contextlib.nullcontext("") as schema:

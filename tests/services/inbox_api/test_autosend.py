@@ -5,6 +5,12 @@ edits demote the category, and every step is in the trail."""
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import json
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,13 +20,14 @@ import httpx
 import pytest
 from sqlmodel import Session
 
+from desk.evaluation import DEMO_CASES
 from desk.natsserver import NatsServer
 from services.inbox_api import store
 from services.inbox_api.store.tables import AutoSendRow, now
 from shared import subjects
 from shared.bus import Bus
 from shared.db import make_engine
-from shared.inbox import AUTO_SEND
+from shared.inbox import AUTO_SEND, item_id
 from tests.helpers import eventually
 from tests.inbox_items import draft_item, published_decisions
 
@@ -28,7 +35,31 @@ from .conftest import REVIEWER, VIEWER, Api, running_api
 from .test_api import stored, waiting
 from .test_web import log_in
 
-PASSED = {"passed": True, "by_category": {"refund": {"cases": 7}}, "overall": {"cases": 44}}
+def eval_report(*categories: str, right: bool = True) -> dict[str, Any]:
+    """A `desk eval --json` report, shaped as the command writes it, whose cases (one per
+    category) were drafted in the right category (`right`) or in `other`."""
+    return {
+        "cases_file": {"name": "demo", "version": 3, "sha256": "ab" * 32},
+        "model": "offline (built-in)",
+        "passed": True,
+        "cases": [
+            {
+                "id": f"{c}-case",
+                "category": c,
+                "drafted_category": c if right else "other",
+                "criteria": 1,
+                "criteria_met": 1,
+                "missing": [],
+                "said": [],
+                "error": None,
+                "ok": right,
+            }
+            for c in categories
+        ],
+    }
+
+
+PASSED = eval_report("refund", "billing")
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -88,7 +119,7 @@ async def test_auto_send_needs_evidence_sends_as_auto_and_demotes_itself(
     assert refused.status_code == 422 and "66.7% unedited accepts" in refused.json()["error"]
     for _ in range(3):
         await decide(api, nats_bus, "accept")
-    refused = await turn(api, True, {"passed": False, "by_category": {"refund": {}}})
+    refused = await turn(api, True, {**PASSED, "passed": False})
     assert refused.status_code == 422 and "did not pass" in refused.json()["error"]
     assert (await turn(api, True, None)).status_code == 422  # no eval at all
 
@@ -208,3 +239,89 @@ async def test_a_change_made_by_another_replica_reaches_the_projection_within_it
     assert store.autosend.on_for(here) == frozenset()  # its own change: at once
     here.dispose()
     there.dispose()
+
+async def test_an_eval_report_is_checked_by_its_case_results_not_believed(
+    policy_api: Api, nats_bus: Bus, tmp_path: Path
+) -> None:
+    """An admin with the decisions' evidence for invoice sends reports: a hand-made
+    `"passed": true`, one whose cases do not pass, one whose case contradicts itself; each is
+    refused. The report of a real `desk eval --json` run is accepted, with its case file's
+    sha256 in the trail."""
+    api = policy_api
+    for _ in range(3):
+        await decide(api, nats_bus, "accept", category="invoice")
+
+    async def enable(report: Any) -> httpx.Response:
+        async with api.client() as client:
+            return await client.post(
+                "/api/autosend/invoice", json={"enabled": True, "eval": report}
+            )
+
+    hand_made = {"passed": True, "by_category": {"invoice": {"cases": 7}}, "overall": {"cases": 44}}
+    refused = await enable(hand_made)
+    assert refused.status_code == 422, refused.text
+    assert "with its case results" in refused.json()["error"]
+    refused = await enable(eval_report("invoice", "billing", right=False))  # says passed: true
+    assert refused.status_code == 422 and "case results do not pass" in refused.json()["error"]
+    contradicting = eval_report("invoice")
+    contradicting["cases"][0]["missing"] = ["5 business days"]  # yet every criterion met
+    refused = await enable(contradicting)
+    assert refused.status_code == 422 and "does not agree" in refused.json()["error"]
+    refused = await enable(eval_report("billing"))
+    assert refused.status_code == 422 and "no invoice cases" in refused.json()["error"]
+    async with api.client() as client:
+        assert not (await client.get("/api/autosend")).json()["categories"]["invoice"]["enabled"]
+
+    written = tmp_path / "eval.json"
+    run = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "desk", "eval", "--json", str(written)],
+        env={k: v for k, v in os.environ.items() if not k.startswith(("DESK_", "LLM_"))}
+        | {"DESK_VAR_DIR": str(tmp_path / "var")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    enabled = await enable(json.loads(written.read_text()))
+    assert enabled.status_code == 200, enabled.text
+    shown = enabled.json()["evidence"]["eval"]
+    assert shown["cases_file"]["sha256"] == hashlib.sha256(DEMO_CASES.read_bytes()).hexdigest()
+    assert shown["overall"]["errors"] == 0 and shown["category"]["cases"] >= 1
+    async with api.client() as client:  # tidy: off again
+        off = await client.post("/api/autosend/invoice", json={"enabled": False})
+        assert off.status_code == 200, off.text
+
+
+def test_which_auto_sent_replies_are_audited_depends_on_the_deployments_secret() -> None:
+    """Whoever knows an item id cannot tell whether its auto-sent reply will be audited: the
+    sample is keyed (the same for one key, every time), not the id's bare sha256."""
+    ids = [item_id(f"T{n}", 1) for n in range(1000)]
+
+    def sample(key: bytes) -> set[str]:
+        return {i for i in ids if store.autosend.sampled(i, 0.1, key)}
+
+    one, other = sample(b"one-deployment-secret"), sample(b"another-deployment-secret")
+    assert one == sample(b"one-deployment-secret")  # a redelivery picks the same
+    assert one != other
+    assert 50 < len(one) < 150 and 50 < len(other) < 150  # about a tenth
+    guessed = {  # what anyone could compute from the id alone
+        i
+        for i in ids
+        if int.from_bytes(hashlib.sha256(i.encode()).digest()[:4], "big") < 0.1 * 2**32
+    }
+    assert len(one & guessed) < len(one) / 2
+
+
+def test_a_deployment_without_an_audit_key_does_not_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    from shared.settings import InboxApiSettings
+
+    reviewers = '[{"name": "ana", "role": "reviewer", "token_sha256": "' + "0" * 64 + '"}]'
+    monkeypatch.setenv("DESK_REVIEWERS", reviewers)
+    with pytest.raises(ValueError, match="DESK_AUDIT_KEY is required with DESK_REVIEWERS"):
+        InboxApiSettings()
+    monkeypatch.setenv("DESK_AUDIT_KEY", "too-short")
+    with pytest.raises(ValueError, match="DESK_AUDIT_KEY must be at least 16 characters"):
+        InboxApiSettings()
+    monkeypatch.setenv("DESK_AUDIT_KEY", "x" * 32)
+    assert InboxApiSettings().audit_key is not None

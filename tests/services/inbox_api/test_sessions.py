@@ -36,6 +36,8 @@ from tests.inbox_items import draft_item, publish_item, published_decisions
 from tests.postgres import fresh_schema, url_in
 from tests.services_running import ServiceProcess
 
+from .conftest import AUDIT_KEY
+
 ALICE = "alice-token-for-session-tests"
 BOB = "bob-token-for-session-tests"
 CAROL = "carol-token-for-session-tests"
@@ -90,7 +92,12 @@ def rollout(inbox: Running, inbox_nats: NatsServer, var_dir: Path) -> Iterator[R
 
 def _started(nats: NatsServer, var_dir: Path, name: str, **settings: str) -> Iterator[Running]:
     """An inbox_api replica; all of them share one database (and so the inbox's consumer)."""
-    env = {"DESK_NATS_URL": nats.url, "DESK_VAR_DIR": str(var_dir / "var"), **settings}
+    env = {
+        "DESK_NATS_URL": nats.url,
+        "DESK_VAR_DIR": str(var_dir / "var"),
+        "DESK_AUDIT_KEY": AUDIT_KEY,
+        **settings,
+    }
     log = var_dir / f"{name}.log"
     process = ServiceProcess(["inbox_api"], env, log).start()
     try:
