@@ -35,6 +35,7 @@ from .conftest import REVIEWER, VIEWER, Api, running_api
 from .test_api import stored, waiting
 from .test_web import log_in
 
+
 def eval_report(*categories: str, right: bool = True) -> dict[str, Any]:
     """A `desk eval --json` report, shaped as the command writes it, whose cases (one per
     category) were drafted in the right category (`right`) or in `other`."""
@@ -239,6 +240,7 @@ async def test_a_change_made_by_another_replica_reaches_the_projection_within_it
     assert store.autosend.on_for(here) == frozenset()  # its own change: at once
     here.dispose()
     there.dispose()
+
 
 async def test_an_eval_report_is_checked_by_its_case_results_not_believed(
     policy_api: Api, nats_bus: Bus, tmp_path: Path
