@@ -232,6 +232,28 @@ async def test_the_newest_examples_of_a_category_are_read_along_an_index(
                 assert {"store_examples_source", "store_examples_source_category"} <= names
 
 
+def test_a_kept_reply_has_placeholders_where_the_customer_s_details_were() -> None:
+    """What the team sent, as an example keeps it: the customer's name as the helpdesk has it
+    and as the reply greets them (a nickname too), their order, address, e-mail and phone."""
+    from services.drafter import memory
+
+    reply = (
+        "Hallo Herr Müller,\n\nIhre Bestellung 4821 ist unterwegs an Hauptstraße 5, 10115 "
+        "Berlin; die Rechnung ging an h.mueller@example.de. Fragen? +49 30 1234567.\n\n"
+        "Ihr Support-Team"
+    )
+    assert memory.redacted(reply, ["Hans Müller", "h.mueller@example.de"]) == (
+        "Hallo Herr [name],\n\nIhre Bestellung [order] ist unterwegs an [address]; die "
+        "Rechnung ging an [email]. Fragen? [phone].\n\nIhr Support-Team"
+    )
+    nickname = "Hi Jo,\n\nyour refund is on its way. Thanks, Jo!\n\nThe Support Team"
+    assert memory.redacted(nickname, ["Joanna Smith"]) == (
+        "Hi [name],\n\nyour refund is on its way. Thanks, [name]!\n\nThe Support Team"
+    )
+    plain = "Hi there,\n\nthere is nothing left to do."
+    assert memory.redacted(plain) == plain
+
+
 async def kept(store: Any) -> list[tuple[str, dict[str, Any], str]]:
     """Every example in the store, whatever it is: key, value, when last written."""
     from services.drafter import memory
