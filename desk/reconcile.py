@@ -39,8 +39,8 @@ def _with_stack(settings: ReconcilerSettings) -> ReconcilerSettings:
         update["nats_url"] = state.get("nats_admin_url") or state["nats_url"]
     if not settings.inbox_url:
         update["inbox_url"] = state["services"]["inbox_api"]["url"]
-    if not settings.report_token and creds.get("viewer_token"):
-        update["report_token"] = SecretStr(creds["viewer_token"])
+    if not settings.report_token and creds.get("report_token"):
+        update["report_token"] = SecretStr(creds["report_token"])
     return settings.model_copy(update=update)
 
 

@@ -362,7 +362,11 @@ class DrafterSettings(HelpdeskSettings):
 
 class ReviewerConfig(BaseModel):
     name: str = Field(min_length=1)
-    role: Literal["reviewer", "viewer"] = "reviewer"
+    role: Literal["reviewer", "viewer", "reporter"] = Field(
+        default="reviewer",
+        description="reviewer decides; viewer reads the inbox; reporter (the daily report's "
+        "token) reads counts only (/api/stats), never an item or a conversation",
+    )
     token_sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 hex of the token")
     queues: list[Annotated[str, Field(pattern=QUEUE_PATTERN)]] = Field(
         default_factory=list, description="the review queues this reviewer works ('mine')"
@@ -568,7 +572,9 @@ class ReconcilerSettings(HelpdeskSettings):
     report_cron: str = "0 17 * * *"
     timezone: str = Field(default="UTC", description="time zone of the cron schedules")
     inbox_url: str | None = Field(default=None, description="inbox_api base URL, for the report")
-    report_token: SecretStr | None = Field(default=None, description="a viewer token for it")
+    report_token: SecretStr | None = Field(
+        default=None, description="a reporter token for it (reads the counts only)"
+    )
     slack_webhook_url: SecretStr | None = None
     chat_format: ChatFormat = Field(
         default="slack",

@@ -1,7 +1,8 @@
 """The review inbox as a JSON API (described at /openapi.json).
 
 Reading needs any reviewer token (`viewer` or `reviewer`); deciding and replaying dead letters
-need the `reviewer` role. The reviewer's name comes from the token, never from the client.
+need the `reviewer` role; the counts (`/api/stats`) also take the daily report's `reporter`
+token, which reads nothing else. The reviewer's name comes from the token, never from the client.
 A client address that keeps presenting wrong tokens gets 429 (see `throttle`); bodies are
 limited before any route reads them (see `web.middleware`).
 """
@@ -120,7 +121,9 @@ def _bus(request: Request) -> Bus | None:
     return bus
 
 
-def authorize(request: Request, role: Literal["viewer", "reviewer"]) -> store.Reviewer | Response:
+def authorize(
+    request: Request, role: Literal["reporter", "viewer", "reviewer"]
+) -> store.Reviewer | Response:
     token = bearer(request.headers.get("authorization"))
     if token is None:
         return error(401, "a reviewer token is required", headers={"WWW-Authenticate": "Bearer"})
@@ -132,7 +135,12 @@ def authorize(request: Request, role: Literal["viewer", "reviewer"]) -> store.Re
             f"too many wrong tokens from your address; retry in {wait} s",
             headers={"Retry-After": str(wait)},
         )
-    reviewer = _inbox(request).reviewers.authenticate(token)
+    reviewers = _inbox(request).reviewers
+    reviewer = reviewers.authenticate(token)
+    if reviewer is None and (reporter := reviewers.reporter(token)) is not None:
+        if role == "reporter":
+            return reporter
+        return error(403, "this token reads the counts (/api/stats) only")
     if reviewer is None:
         attempt_refused(edge.throttle, client, "API token")
         return error(
@@ -334,7 +342,7 @@ async def delete_claim(request: Request) -> Response:
 
 
 async def get_stats(request: Request) -> Response:
-    who = authorize(request, "viewer")
+    who = authorize(request, "reporter")
     if isinstance(who, Response):
         return who
     try:
@@ -344,6 +352,7 @@ async def get_stats(request: Request) -> Response:
     engine = _inbox(request).engine
     result = await asyncio.to_thread(store.stats, engine)
     result["review"] = await asyncio.to_thread(store.review, engine, days)
+    result["drafts"] = await asyncio.to_thread(store.drafts_since, engine, days)
     bus = _bus(request)
     result["dead_letters"] = await deadletters.count(bus.js) if bus and bus.connected else None
     return JSONResponse(result)

@@ -1,4 +1,9 @@
-"""Reviewer tokens: stored as sha256 digests, compared in constant time, mapped to a name/role."""
+"""Reviewer tokens: stored as sha256 digests, compared in constant time, mapped to a name/role.
+
+A `reporter` token (the reconciler's daily report) is no reviewer's: `authenticate` and
+`by_digest` (the API, the web login, sessions) never return it, only `reporter` does, which the
+counts endpoint alone asks. So leaking it shows how many items wait, never what a customer wrote.
+"""
 
 from __future__ import annotations
 
@@ -49,7 +54,11 @@ class Reviewers:
         except (OSError, ValueError):
             return cls([])
         dev = []
-        for key, role in (("reviewer_token", "reviewer"), ("viewer_token", "viewer")):
+        for key, role in (
+            ("reviewer_token", "reviewer"),
+            ("viewer_token", "viewer"),
+            ("report_token", "reporter"),
+        ):
             if creds.get(key):
                 dev.append(ReviewerConfig(name=role, role=role, token_sha256=digest(creds[key])))  # type: ignore[arg-type]
         return cls(dev)
@@ -58,6 +67,16 @@ class Reviewers:
         return bool(self._entries)
 
     def authenticate(self, token: str | None) -> Reviewer | None:
+        """The reviewer or viewer `token` belongs to; None for a reporter's or an unknown one."""
+        found = self._lookup(token)
+        return found if found is not None and found.role != "reporter" else None
+
+    def reporter(self, token: str | None) -> Reviewer | None:
+        """The reporter `token` belongs to (it may read counts only), or None."""
+        found = self._lookup(token)
+        return found if found is not None and found.role == "reporter" else None
+
+    def _lookup(self, token: str | None) -> Reviewer | None:
         if not token:
             return None
         return self._find(hashlib.sha256(token.encode()).digest())
@@ -68,7 +87,8 @@ class Reviewers:
             presented = bytes.fromhex(token_sha256)
         except ValueError:
             return None
-        return self._find(presented)
+        found = self._find(presented)
+        return found if found is not None and found.role != "reporter" else None
 
     def _find(self, presented: bytes) -> Reviewer | None:
         found = None

@@ -373,7 +373,8 @@ def document() -> dict[str, Any]:
             "/api/stats": {
                 "get": {
                     "summary": "Counts, oldest waiting item, decision mix, dead letters, and "
-                    "the review analytics of the last `days`",
+                    "the review analytics and drafts of the last `days` (also for the daily "
+                    "report's reporter token, which may read nothing else)",
                     "parameters": [
                         {
                             "name": "days",
@@ -400,6 +401,15 @@ def document() -> dict[str, Any]:
                                     "decision_mix": {"type": "object"},
                                     "dead_letters": {"type": ["integer", "null"]},
                                     "review": {"$ref": "#/components/schemas/Review"},
+                                    "drafts": {
+                                        "type": "object",
+                                        "description": "drafts made in the window, and their cost",
+                                        "properties": {
+                                            "days": {"type": "integer"},
+                                            "count": {"type": "integer"},
+                                            "cost_usd": {"type": "number"},
+                                        },
+                                    },
                                 },
                             },
                         ),

@@ -1,6 +1,6 @@
 """What `desk up` hands each service: the report reads the inbox with the operator's token when
-one is set, and with the development viewer token only while the development tokens are the
-inbox's."""
+one is set, and with the development report token (counts only) only while the development
+tokens are the inbox's."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _stack(tmp_path: Path) -> Supervisor:
         )
     }
     stack.broker.url = "nats://127.0.0.1:1"
-    stack.supervisor.viewer_token = "dev-viewer-token"
+    stack.supervisor.report_token = "dev-report-token"
     return stack.supervisor
 
 
@@ -32,11 +32,11 @@ def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def test_the_report_uses_the_dev_viewer_token_while_the_dev_tokens_are_the_inbox_s(
+def test_the_report_uses_the_dev_report_token_while_the_dev_tokens_are_the_inbox_s(
     tmp_path: Path,
 ) -> None:
     stack = _stack(tmp_path)
-    assert stack.child_env(stack.children["reconciler"])["DESK_REPORT_TOKEN"] == "dev-viewer-token"
+    assert stack.child_env(stack.children["reconciler"])["DESK_REPORT_TOKEN"] == "dev-report-token"
     assert "DESK_REPORT_TOKEN" not in stack.child_env(stack.children["drafter"])
 
 

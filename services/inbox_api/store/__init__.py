@@ -38,7 +38,7 @@ from .projection import (
     supersede_older,
     withdraw,
 )
-from .queries import Waiting, get_item, review_log, stats, waiting
+from .queries import Waiting, drafts_since, get_item, review_log, stats, waiting
 from .sessions import (
     StoredSession,
     close_session,
@@ -93,6 +93,7 @@ __all__ = [
     "decision_json",
     "decode_cursor",
     "detail_json",
+    "drafts_since",
     "encode_cursor",
     "find_session",
     "get_item",

@@ -31,7 +31,7 @@ class Reviewer:
     """Who decides: the name and role a token maps to (see `inbox_api.auth`)."""
 
     name: str
-    role: Literal["reviewer", "viewer"]
+    role: Literal["reviewer", "viewer", "reporter"]
     queues: tuple[str, ...] = ()  # the queues they work: "mine"
 
 

@@ -109,6 +109,16 @@ def stats(engine: Engine) -> dict[str, Any]:
     }
 
 
+def drafts_since(engine: Engine, days: int) -> dict[str, Any]:
+    """How many drafts (item versions) were made in the last `days` x 24 h, and what the model
+    charged for them: the daily report's figures, without reading any item."""
+    since = now() - dt.timedelta(days=days)
+    with Session(engine, expire_on_commit=False) as session:
+        costs = session.exec(select(ItemRow.cost).where(col(ItemRow.created_at) >= since)).all()
+    usd = sum(float(c.get("usd") or 0) for c in costs if isinstance(c, dict))
+    return {"days": days, "count": len(costs), "cost_usd": round(usd, 6)}
+
+
 @dataclass(frozen=True)
 class Waiting:
     """What waits for a reviewer: how many, the oldest, and per (queue, priority) the oldest;

@@ -26,7 +26,7 @@ from shared.errors import PermanentError
 from standins.channel import FakeChannel
 from tests.helpers import eventually, messages
 from tests.inbox_items import draft_item, publish_item
-from tests.services.inbox_api.conftest import REVIEWER, VIEWER, write_credentials
+from tests.services.inbox_api.conftest import REPORTER, REVIEWER, write_credentials
 from tests.services.shared_consumer import consumer_for
 from tests.services_running import ROOT, ServiceProcess
 
@@ -69,7 +69,7 @@ async def test_the_report_lists_a_dead_letter_and_the_oldest_waiting_item(
                 **clean,
                 **env,
                 "DESK_INBOX_URL": inbox.url,
-                "DESK_REPORT_TOKEN": VIEWER,
+                "DESK_REPORT_TOKEN": REPORTER,
                 "DESK_SLACK_WEBHOOK_URL": fake_channel.url,
             },
             capture_output=True,
@@ -81,6 +81,7 @@ async def test_the_report_lists_a_dead_letter_and_the_oldest_waiting_item(
         assert "T9999 does not exist" in done.stdout
         assert "Dead letters: 1" in done.stdout
         assert "Review, last 24 h: no decisions" in done.stdout  # the inbox's analytics, 24 h
+        assert "Cost of drafts: $" in done.stdout and "(2 drafts)" in done.stdout  # counted
         [posted] = fake_channel.requests
         assert json.loads(posted["body"])["text"] == quote_lines(done.stdout.strip(), "slack")
 
@@ -193,3 +194,42 @@ async def test_every_line_of_the_posted_report_is_inert(
     lines = text.replace(JOINER, "").splitlines()
     assert len(lines) == len(render(report).splitlines())  # line by line, none added or lost
     assert "@channel" in text.replace(JOINER, "")  # quoted, not dropped
+
+
+async def test_the_report_token_reads_counts_and_no_conversation(
+    nats_server: NatsServer, bus: Bus, tmp_path: Path
+) -> None:
+    """The reconciler's token, leaked or misused, asks the inbox for what a reviewer sees."""
+    write_credentials(tmp_path / "var")
+    env = {"DESK_NATS_URL": nats_server.url, "DESK_VAR_DIR": str(tmp_path / "var")}
+    inbox = ServiceProcess(["inbox_api"], env, tmp_path / "inbox.log").start()
+    try:
+        await publish_item(bus, draft_item("T1012"))
+        as_reviewer = {"Authorization": f"Bearer {REVIEWER}"}
+
+        def listed() -> bool:
+            items = httpx.get(f"{inbox.url}/api/items", headers=as_reviewer).json()["items"]
+            return len(items) == 1
+
+        await eventually(listed, timeout=15, message="the item in the inbox")
+        as_report = {"Authorization": f"Bearer {REPORTER}"}
+        async with httpx.AsyncClient(base_url=inbox.url, headers=as_report) as client:
+            for path in (
+                "/api/items/T1012~v1",
+                "/api/items",
+                "/api/deadletters",
+                "/api/review-log",
+            ):
+                refused = await client.get(path)
+                assert refused.status_code == 403, (path, refused.text)
+                assert "T1012" not in refused.text
+            stats = await client.get("/api/stats", params={"days": 1})
+            assert stats.status_code == 200, stats.text
+            assert stats.json()["by_status"]["waiting"] == 1
+            assert stats.json()["drafts"]["count"] == 1
+            login = await client.post(
+                "/login", data={"token": REPORTER}, headers={"Origin": inbox.url}
+            )
+            assert login.status_code == 401 and "set-cookie" not in login.headers
+    finally:
+        inbox.stop()
