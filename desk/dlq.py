@@ -4,6 +4,9 @@ desk dlq list [--limit N] [--after ID]   a table of outstanding dead letters, ol
 desk dlq show ID                         every field, the original headers and the payload
 desk dlq replay ID [--yes]               republish to the original subject, then remove it
 
+The service shown is the one that wrote the letter (its `dlq.<service>` subject, which only that
+service may publish to); a letter whose headers claim another is shown as "(claims X!)".
+
 Exit status: 0 done, 1 unknown id / replay declined / NATS unreachable or refusing.
 """
 
@@ -144,7 +147,7 @@ def render_table(letters: list[DeadLetter]) -> str:
             (
                 str(d.id),
                 _utc(d),
-                _clean(d.service),
+                _clean(_writer(d)),
                 _clean(d.subject),
                 str(d.attempts),
                 _clean(d.reason),
@@ -162,7 +165,7 @@ def render_letter(d: DeadLetter) -> str:
     fields = [
         ("id", str(d.id)),
         ("time", _utc(d)),
-        ("service", d.service),
+        ("service", _writer(d)),
         ("consumer", d.consumer),
         ("stream", f"{d.stream} seq {d.stream_seq}"),
         ("subject", d.subject),
@@ -180,6 +183,13 @@ def render_letter(d: DeadLetter) -> str:
     lines.append(f"payload (first {limit} bytes):" if cut else "payload:")
     lines.append(_clean(d.payload) if d.payload else "(empty)")
     return "\n".join(lines)
+
+
+def _writer(d: DeadLetter) -> str:
+    """Who wrote it (its subject says), and whom it claims to be when that is someone else."""
+    if d.claimed_service is None:
+        return d.service
+    return f"{d.service} (claims {d.claimed_service}!)"
 
 
 def _utc(d: DeadLetter) -> str:

@@ -17,6 +17,11 @@ every consumer whose filter matches the original subject, not only the one that 
 
 An original that aged out of its stream cannot be replayed (`RefusedReplay` says so).
 
+Who wrote a letter is the subject it sits on, `dlq.<service>`: the broker lets only that
+service publish there. A letter is listed as that service's (`service`); if its own headers
+name another, that claim is shown beside it (`claimed_service`), never believed, and such a
+letter is refused for replay.
+
 Unknown ids: `get_dead_letter` returns `None`; `replay` raises `UnknownDeadLetter` (a
 `LookupError`), also for an id that was replayed already.
 """
@@ -64,7 +69,8 @@ class DeadLetter(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     id: int
-    service: str
+    service: str  # who wrote it: the service whose `dlq.<service>` subject it sits on
+    claimed_service: str | None  # the service its headers name, when that is another
     consumer: str
     stream: str
     stream_seq: int
@@ -161,6 +167,11 @@ async def original_of(
 ) -> RawStreamMsg:
     """The stored message `letter` is about, once the letter checks out against the catalog."""
     spec = BY_NAME.get(letter.service)
+    if letter.claimed_service is not None:
+        raise RefusedReplay(
+            letter.id,
+            f"it names service {letter.claimed_service!r} but sits on {letter_subject!r}",
+        )
     if spec is None or letter_subject != subjects.dlq(spec.name):
         raise RefusedReplay(
             letter.id, f"it names service {letter.service!r} but sits on {letter_subject!r}"
@@ -224,9 +235,12 @@ def _parse(raw: RawStreamMsg) -> DeadLetter:
         return facts.get(name.lower(), "")
 
     assert raw.seq is not None
+    claimed = fact(h.DLQ_SERVICE)
+    writer = writer_of(raw.subject)
     return DeadLetter(
         id=raw.seq,
-        service=fact(h.DLQ_SERVICE),
+        service=writer,
+        claimed_service=claimed if claimed != writer else None,
         consumer=fact(h.DLQ_CONSUMER),
         stream=fact(h.DLQ_STREAM),
         stream_seq=_int(fact(h.DLQ_STREAM_SEQ)),
@@ -240,6 +254,15 @@ def _parse(raw: RawStreamMsg) -> DeadLetter:
         payload=data[:PAYLOAD_DISPLAY_LIMIT].decode("utf-8", errors="replace"),
         payload_size=len(data),
     )
+
+
+def writer_of(subject: str | None) -> str:
+    """The service whose dead-letter subject `subject` is (`dlq.<service>`): the only one the
+    broker lets publish there."""
+    prefix = subjects.ALL_DLQ.removesuffix(">")
+    if subject and subject.startswith(prefix) and len(subject) > len(prefix):
+        return subject[len(prefix) :]
+    return ""
 
 
 def _int(text: str) -> int:

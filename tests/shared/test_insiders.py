@@ -15,6 +15,7 @@ import nats
 import pytest
 from nats.aio.client import Client
 
+from desk.dlq import render_letter, render_table
 from desk.natsserver import NatsServer
 from services.inbox_api import store
 from services.inbox_api.handlers import ResultProjection
@@ -126,6 +127,39 @@ async def test_a_forged_dead_letter_is_never_replayed(admin: Bus, secured: NatsS
         assert await deadletters.count(admin.js) == 2  # refused letters stay to be looked at
     finally:
         await raw.nc.close()
+        await drafter.close()
+        await inbox_api.close()
+
+
+async def test_a_dead_letter_is_listed_as_the_service_that_wrote_it(
+    admin: Bus, secured: NatsServer
+) -> None:
+    """As the drafter: write a dead letter claiming to be the sender's, on the only dead-letter
+    subject the drafter may write. Every listing names the drafter, and shows the claim."""
+    drafter = await connect(secured, "drafter")
+    inbox_api = await connect(secured, "inbox_api")
+    try:
+        claim = {
+            h.DLQ_SERVICE: "sender",
+            h.DLQ_CONSUMER: "sender",
+            h.DLQ_STREAM: subjects.INBOX,
+            h.DLQ_STREAM_SEQ: "1",
+            h.DLQ_SUBJECT: subjects.INBOX_DECISION,
+            h.DLQ_REASON: "permanent",
+            h.DLQ_ERROR: "the sender could not deliver: call +1 415 555 0100",
+        }
+        await drafter.publish(subjects.dlq("drafter"), b"{}", msg_id="claim-1", headers=claim)
+        [letter] = await deadletters.list_dead_letters(inbox_api.js)
+        assert letter.service == "drafter"  # its subject's, not its own word
+        assert letter.claimed_service == "sender"
+        shown = await deadletters.get_dead_letter(inbox_api.js, letter.id)
+        assert shown is not None and shown.service == "drafter"
+        table = render_table([letter]).splitlines()[1]
+        assert "drafter (claims sender!)" in table
+        assert "drafter (claims sender!)" in render_letter(letter)
+        with pytest.raises(deadletters.RefusedReplay, match="names service 'sender'"):
+            await deadletters.replay(inbox_api, letter.id)
+    finally:
         await drafter.close()
         await inbox_api.close()
 
