@@ -63,12 +63,17 @@ QUEUE_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,39}$"
 
 
 class Trigger(BaseModel):
+    """The work that started a round: the event, and where the WORK stream holds the router's
+    message about it (`work_seq`). Auto-send reads that message itself and believes it, not
+    these fields (services/inbox_api/provenance.py)."""
+
     model_config = ConfigDict(frozen=True)
 
     source: str
     type: str
     event_id: str
     queue: str | None = Field(default=None, pattern=QUEUE_PATTERN)  # the router's queue for it
+    work_seq: int | None = Field(default=None, ge=1, lt=2**63)  # its WORK stream sequence
 
 
 class Cost(BaseModel):

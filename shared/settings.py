@@ -432,6 +432,13 @@ class InboxApiSettings(DeskSettings):
         le=1,
         description="demote a category when more than this share of its last audits found edits",
     )
+    autosend_per_ticket_day: int = Field(
+        default=2,
+        ge=1,
+        le=100,
+        description="auto-sent replies one ticket may get in any 24 hours; later drafts of it "
+        "wait for a person",
+    )
     audit_key: SecretStr | None = Field(
         default=None,
         description="a secret of this deployment (at least 16 characters) that decides which "

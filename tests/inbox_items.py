@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from shared import ids, subjects
 from shared.bus import Bus
@@ -195,3 +196,31 @@ async def published_decisions(bus: Bus, **match: str) -> list[dict[str, object]]
             if all(data.get(k) == v for k, v in match.items()):
                 found.append(data)
     return found
+
+
+async def routed(bus: Bus, item: InboxItem, category: str | None = None) -> InboxItem:
+    """`item` answering work the router gave the drafter: the router's work message about its
+    ticket, in the rules' `category` (the item's own unless told), is put on WORK, and the
+    item's trigger names it; its round answers a customer message. What auto-send checks
+    before it sends (services/inbox_api/provenance.py)."""
+    trigger = item.trigger
+    given: dict[str, Any] = {"category": category or item.category}  # the rules' extension
+    work = Envelope(
+        id=trigger.event_id,
+        source=trigger.source,
+        type=trigger.type,
+        correlationid=trigger.event_id,
+        data={"id": trigger.event_id, "type": trigger.type, "data": {"ticket_id": item.ticket_id}},
+        **given,
+    )
+    published = await bus.publish(
+        subjects.work("drafter", trigger.type),
+        work.to_bytes(),
+        msg_id=ids.router(trigger.event_id, "drafter"),
+    )
+    return item.model_copy(
+        update={
+            "trigger": trigger.model_copy(update={"work_seq": published.seq}),
+            "round_messages": item.round_messages or [item.round],
+        }
+    )

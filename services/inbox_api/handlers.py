@@ -8,12 +8,13 @@ import logging
 
 from sqlalchemy.engine import Engine
 
-from shared import subjects, trace
+from shared import screening, subjects, trace
 from shared.bus import Bus
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import PermanentError, TransientError
 from shared.inbox import AUTO_SEND, InboxItem, Overdue, Withdrawal
+from shared.logging import redact
 from shared.results import (
     ITEM_IGNORED,
     ITEM_WITHDRAWN,
@@ -25,7 +26,7 @@ from shared.results import (
     SOURCE_SENDER,
 )
 
-from . import store
+from . import provenance, store
 from .api import publish_decision
 from .guidance import publish_guidance
 
@@ -56,12 +57,16 @@ class ItemProjection:
 
     async def _auto_send(self, item: InboxItem) -> None:
         """An item of a category with auto-send on is decided by the policy (idempotent: a
-        redelivered item finds itself decided already)."""
+        redelivered item finds itself decided already). What the item says is the word of
+        whoever published it: the policy believes the work message WORK holds for it and the
+        checks run again here on its text (`doubts`); a reason not to send waits for a person
+        and is shown to the reviewer."""
         on = store.autosend.on_for_known(self.engine)  # no thread hop while it is fresh
         if on is None:
             on = await asyncio.to_thread(store.autosend.on_for, self.engine)
         if item.category not in on:
             return  # the usual case: no transaction, no policy check
+        doubts = await self._doubts(item)
         try:
             decision = await asyncio.to_thread(
                 store.decide,
@@ -71,12 +76,38 @@ class ItemProjection:
                 None,
                 item.version,
                 store.Reviewer(AUTO_SEND, "reviewer"),
-                auto=store.autosend.applies(self.policy),
+                auto=store.autosend.applies(self.policy, doubts),
             )
+        except store.autosend.Held as held:
+            await asyncio.to_thread(
+                store.autosend.hold, self.engine, item.id, doubts or [str(held)]
+            )
+            log.info("item %s held for a person: %s", item.id, redact(str(held)))
+            return
         except (store.Conflict, store.NotFound, store.Invalid):
             return  # not waiting, not for auto-send, or decided already
         log.info("item %s sent by auto-send (%s)", item.id, item.category)
         await publish_decision(self.bus, self.engine, decision)  # else the relay publishes it
+
+    async def _doubts(self, item: InboxItem) -> list[str]:
+        """Why auto-send must not send `item`: where it comes from (the work message it names),
+        and what the checks find in its text against its conversation and cited knowledge."""
+        found = provenance.doubts(
+            item, await provenance.work_message(self.bus, item.trigger.work_seq)
+        )
+        args = item.action_request.args
+        conversation = screening.conversation_texts(
+            str(args.get("subject") or ""),
+            item.customer.model_dump() if item.customer else None,
+            [m.model_dump() for m in item.conversation],
+        )
+        knowledge = [t for c in item.citations for t in (c.title, c.passage, c.url or "") if t]
+        found += screening.screen(
+            str(args.get("reply") or ""),
+            conversation=conversation,
+            knowledge=[*knowledge, *item.feedback],
+        )
+        return found
 
     async def on_withdrawn(self, delivery: Delivery[Envelope]) -> None:
         notice: Withdrawal = delivery.payload

@@ -35,6 +35,7 @@ async def run(settings: InboxApiSettings) -> None:
         settings.autosend_unedited,
         settings.autosend_audit,
         settings.autosend_demote,
+        per_ticket_day=settings.autosend_per_ticket_day,
         audit_key=_audit_key(settings),
     )
     inbox = Inbox(

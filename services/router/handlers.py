@@ -52,7 +52,8 @@ class Router:
                 raise PermanentError(f"{header} {claimed!r} disagrees with {delivery.subject}")
         targets = self.rules.targets(source, event_type, delivery.body)
         queue = self.rules.queue(source, event_type, delivery.body) if targets else None
-        await self._route(delivery, source, event_type, targets, queue)
+        category = self.rules.category(source, event_type, delivery.body) if targets else None
+        await self._route(delivery, source, event_type, targets, queue, category)
         ref = ticket_ref(delivery.body)
         if ref is not None:  # the processed-ledger the reconciler compares the helpdesk with
             await self.ledger.claim(ids.seen(event_type, ref.ticket_id))
@@ -64,6 +65,7 @@ class Router:
         event_type: str,
         targets: list[str],
         queue: str | None,
+        category: str | None = None,
     ) -> None:
         if not targets:
             UNROUTED.labels(event_type).inc()
@@ -81,6 +83,7 @@ class Router:
             correlationid=event_msg_id,
             data=delivery.body,
             **({"queue": queue} if queue else {}),  # an extension attribute: the review queue
+            **({"category": category} if category else {}),  # and the rules' category
         ).to_bytes()
         headers = {
             h.CORRELATION_ID: event_msg_id,

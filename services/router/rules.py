@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from shared import jsonpath, subjects
-from shared.inbox import QUEUE_PATTERN
+from shared.inbox import QUEUE_PATTERN, Category
 from shared.settings import ConfigError, first_error, read_toml
 
 DEFAULT_RULES = Path(__file__).with_name("rules.toml")
@@ -60,6 +60,9 @@ class Rule(BaseModel):
     targets: list[str] = Field(min_length=1)
     # the review queue its work goes to (the first matching rule that names one decides)
     queue: str | None = Field(default=None, pattern=QUEUE_PATTERN)
+    # the category its work is (the first matching rule that names one decides): auto-send
+    # sends a draft only in the category the rules gave its ticket, never the model's alone
+    category: Category | None = None
 
     @field_validator("targets")
     @classmethod
@@ -95,6 +98,13 @@ class Rules:
         for rule in self.rules:
             if rule.queue is not None and rule.matches(source, event_type, document):
                 return rule.queue
+        return None
+
+    def category(self, source: str, event_type: str, document: Any) -> str | None:
+        """The category of the first matching rule that names one, or None."""
+        for rule in self.rules:
+            if rule.category is not None and rule.matches(source, event_type, document):
+                return rule.category
         return None
 
     @property

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from services.router.rules import DEFAULT_RULES
 from tests.helpers import eventually
 
 from .test_conversations import item, results, status_of
@@ -45,8 +46,21 @@ def admin(stack: Stack, path: str, body: dict[str, Any]) -> httpx.Response:
 async def test_an_admin_turns_auto_send_on_with_evidence_and_the_sender_sends_it(
     stack: Stack, tmp_path: Path
 ) -> None:
+    # this desk's helpdesk takes refunds only: its routing rules say so (the demo rules, and a
+    # category for every helpdesk ticket); auto-send believes them, not the model alone
+    rules = tmp_path / "rules.toml"
+    rules.write_text(
+        DEFAULT_RULES.read_text()
+        + '\n[[rules]]\nname = "refunds"\ntypes = ["ticket.*"]\n'
+        + 'targets = ["drafter"]\ncategory = "refund"\n'
+    )
     stack.env.update(
-        {"DESK_ADMINS": '["reviewer"]', "DESK_AUTOSEND_EVIDENCE": "2", "DESK_AUTOSEND_AUDIT": "1"}
+        {
+            "DESK_ADMINS": '["reviewer"]',
+            "DESK_AUTOSEND_EVIDENCE": "2",
+            "DESK_AUTOSEND_AUDIT": "1",
+            "DESK_RULES_FILE": str(rules),
+        }
     )
     stack.up()
     await eventually(lambda: all_healthy(stack), timeout=60, message="six healthy services")

@@ -26,11 +26,13 @@ transaction decides, so an answer a few seconds old never sends what it should n
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import threading
 import time
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +60,7 @@ class Policy:
     unedited: float = 0.98
     audit: float = 0.10
     demote: float = 0.10
+    per_ticket_day: int = 2  # auto-sent replies to one ticket in any 24 hours, at most
     audit_key: bytes = field(default=b"", repr=False)  # DESK_AUDIT_KEY: keys `sampled`
 
 
@@ -186,19 +189,58 @@ def _pct(share: float | None) -> str:
     return "none" if share is None else f"{share:.1%}"
 
 
-def applies(policy: Policy) -> Any:
-    """The check `decide(..., auto=)` runs in its transaction: the item's category is enabled
-    and its draft raised no warning; it marks the item auto-sent (and sampled for audit)."""
+class Held(Conflict):
+    """Auto-send would apply but for this reason: the item waits for a person, who is told."""
+
+
+def applies(policy: Policy, doubts: Sequence[str] = ()) -> Any:
+    """The check `decide(..., auto=)` runs in its transaction: the item's category is enabled,
+    its draft raised no warning, nothing the inbox found out about it (`doubts`: its provenance,
+    its text checked again) holds it back, and its ticket has not had `per_ticket_day` auto-sent
+    replies in the last 24 hours (`Held` says why not); it marks the item auto-sent (and
+    sampled for audit)."""
 
     def check(session: Session, row: ItemRow) -> bool:
         if row.action != SEND_REPLY or row.warnings or not enabled(session, row.category):
             return False
+        if doubts:
+            raise Held("; ".join(doubts))
+        since = now() - dt.timedelta(days=1)
+        sent = session.exec(
+            select(func.count())
+            .select_from(DecisionRow)
+            .where(
+                DecisionRow.thread == row.thread,
+                col(DecisionRow.auto).is_(True),
+                col(DecisionRow.decided_at) >= since,
+            )
+        ).one()
+        if sent >= policy.per_ticket_day:
+            raise Held(
+                f"auto-send: this ticket had {sent} auto-sent replies in the last 24 hours "
+                f"(at most {policy.per_ticket_day})"
+            )
         row.auto = True
         if sampled(row.id, policy.audit, policy.audit_key):
             row.audit = "waiting"
         return True
 
     return check
+
+
+def hold(engine: Engine, item_id: str, reasons: Sequence[str]) -> bool:
+    """Auto-send held a waiting item back: its reasons join the warnings the reviewer sees
+    (each once, however often the item is delivered); False if it waits no more."""
+    with Session(engine) as session:
+        row = session.get(ItemRow, item_id)
+        if row is None or row.status != "waiting":
+            return False
+        new = [r for r in dict.fromkeys(reasons) if r not in row.warnings]
+        if new:
+            row.warnings = [*row.warnings, *new]
+            session.add(row)
+            session.commit()
+        return True
 
 
 def sampled(item_id: str, share: float, key: bytes) -> bool:

@@ -29,7 +29,7 @@ from shared.bus import Bus
 from shared.db import make_engine
 from shared.inbox import AUTO_SEND, item_id
 from tests.helpers import eventually
-from tests.inbox_items import draft_item, published_decisions
+from tests.inbox_items import draft_item, published_decisions, routed
 
 from .conftest import REVIEWER, VIEWER, Api, running_api
 from .test_api import stored, waiting
@@ -130,9 +130,11 @@ async def test_auto_send_needs_evidence_sends_as_auto_and_demotes_itself(
     assert enabled.json()["by"] == "reviewer"
 
     # an item of the category is sent by the policy: an accept marked auto, by AUTO_SEND
-    item = draft_item(ticket(), category="refund")
+    item = await routed(nats_bus, draft_item(ticket(), category="refund"))
     other = draft_item(ticket(), category="billing")  # auto-send is per category
-    warned = draft_item(ticket(), category="refund").model_copy(update={"warnings": ["check"]})
+    warned = (await routed(nats_bus, draft_item(ticket(), category="refund"))).model_copy(
+        update={"warnings": ["check"]}
+    )
     await waiting(api, nats_bus, item, other, warned)
     await eventually(
         lambda: published_decisions(nats_bus, thread=item.thread), message="the auto decision"
@@ -172,7 +174,7 @@ async def test_auto_send_needs_evidence_sends_as_auto_and_demotes_itself(
     assert overview["trail"][1]["evidence"]["edited"] == 1
     assert overview["trail"][1]["by"] == AUTO_SEND
 
-    after = draft_item(ticket(), category="refund")  # demoted: reviewers decide again
+    after = await routed(nats_bus, draft_item(ticket(), category="refund"))  # demoted
     await waiting(api, nats_bus, after)
     await eventually(lambda: handled(nats_bus), message="the item handled")
     assert (await stored(api, after.id) or {})["status"] == "waiting"
@@ -194,7 +196,7 @@ async def test_the_page_shows_the_policy_and_a_reviewer_audits_an_auto_sent_repl
     for _ in range(3):
         await decide(api, nats_bus, "accept")
     assert (await turn(api, True, PASSED)).status_code == 200
-    item = draft_item(ticket(), category="refund")
+    item = await routed(nats_bus, draft_item(ticket(), category="refund"))
     await waiting(api, nats_bus, item)
     await eventually(lambda: handled(nats_bus), message="the item handled")
     async with httpx.AsyncClient(base_url=api.url, timeout=10) as browser:

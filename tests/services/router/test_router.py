@@ -145,7 +145,7 @@ def test_a_rules_file_with_an_error_refuses_to_start_naming_the_rule(tmp_path: P
     assert "Traceback" not in done.stderr
 
 
-async def test_the_work_item_carries_the_queue_of_the_first_rule_that_names_one(
+async def test_the_work_item_carries_the_queue_and_category_of_the_first_rule_naming_them(
     nats_server: NatsServer, tmp_path: Path
 ) -> None:
     (tmp_path / "rules.toml").write_text(
@@ -157,6 +157,7 @@ types = ["ticket.*"]
 when = [{ path = "data.priority", equals = "urgent" }]
 targets = ["a"]
 queue = "urgent"
+category = "bug"
 
 [[rules]]
 name = "the rest in general"
@@ -186,5 +187,10 @@ queue = "general"
         assert {
             e.id: (e.model_extra or {}).get("queue") for e in await on(bus, "work.b.ticket.created")
         } == queues
+        categories = {
+            e.id: (e.model_extra or {}).get("category")
+            for e in await on(bus, "work.a.ticket.created")
+        }
+        assert categories == {"helpdesk:evt_u": "bug", "helpdesk:evt_n": None}
     finally:
         await bus.close()

@@ -94,3 +94,28 @@ def test_a_queue_name_is_checked() -> None:
     spec = {"rules": [{"name": "q", "types": ["*"], "targets": ["a"], "queue": "Billing Team"}]}
     with pytest.raises(ConfigError, match=r"rule 1 \('q'\).*queue"):
         Rules.parse(spec)
+
+
+def test_the_first_matching_rule_that_names_a_category_gives_it() -> None:
+    """What auto-send believes about a ticket's category comes from here, not the model."""
+    rules = Rules.parse(
+        {
+            "rules": [
+                {"types": ["*"], "targets": ["drafter"]},
+                {
+                    "types": ["ticket.*"],
+                    "when": [{"path": "data.form", "equals": "refund"}],
+                    "targets": ["drafter"],
+                    "category": "refund",
+                },
+                {"types": ["ticket.*"], "targets": ["drafter"], "category": "other"},
+            ]
+        }
+    )
+    assert rules.category("helpdesk", "ticket.created", {"data": {"form": "refund"}}) == "refund"
+    assert rules.category("helpdesk", "ticket.created", {"data": {}}) == "other"
+    assert rules.category("email", "email.received", {"TextBody": "CATEGORY=refund"}) is None
+    assert Rules.load(None).category("helpdesk", "ticket.created", {"data": {}}) is None
+    spec = {"rules": [{"name": "c", "types": ["*"], "targets": ["a"], "category": "phishing"}]}
+    with pytest.raises(ConfigError, match=r"rule 1 \('c'\).*category"):
+        Rules.parse(spec)

@@ -123,3 +123,46 @@ async def test_a_decision_whose_edit_retargets_the_reply_sends_nothing(
     await eventually(lambda: decisions_handled(bus), timeout=15, message="the decision handled")
     assert senders.outbox() == []
     assert await results(bus, "reply.sent") == []
+
+
+async def test_an_auto_decision_is_carried_out_only_for_a_customer_message_still_waiting(
+    bus: Bus, senders: Senders
+) -> None:
+    """No person approved an auto-sent decision, and its item is the word of whoever published
+    it: the sender sends it only when its round is a customer message the re-read ticket still
+    waits on. A round the ticket lacks, one answered long ago (with the newest message as what
+    the draft "saw"), and a mail conversation (nothing to re-read) each end in one
+    `reply.failed` naming why; nothing is sent, and no outbox row takes the round."""
+    senders.start()
+    helpdesk = SqlSource(senders.helpdesk_url)
+    helpdesk.add_message("T1017", "Thanks, that fixed it.", author="agent")
+    newest = helpdesk.add_message("T1017", "One more question: do you ship to Norway?")[1]
+    forged = [
+        draft_item("T1013", round_id="r-forged", seen_through="T1013-m1"),
+        draft_item("T1017", round_id="T1017-m1", seen_through=newest.id),
+        draft_item("mail-0123456789abcdef", round_id="m1", seen_through="m1").model_copy(
+            update={"in_helpdesk": False, "ticket_id": None}
+        ),
+    ]
+    for item in forged:
+        await publish_item(bus, item)
+        for n in range(2):  # and a redelivery
+            await publish_decision(bus, item, "accept", auto=True, msg_id=f"{item.id}-{n}")
+    await eventually(
+        lambda: settled(bus.js, subjects.INBOX, "sender", delivered=True),
+        timeout=15,
+        message="every decision handled",
+    )
+
+    async def three_failed() -> bool:
+        return len(await results(bus, "reply.failed")) == 3
+
+    await eventually(three_failed, timeout=15, message="three reply.failed")
+    failed = {data(r)["thread"]: data(r)["error"] for r in await results(bus, "reply.failed")}
+    assert "round r-forged is no customer message of ticket T1013" in failed["T1013"]
+    assert "round T1017-m1 is no customer message of ticket T1017" in failed["T1017"]
+    assert "a mail conversation" in failed["mail-0123456789abcdef"]
+    assert await results(bus, "reply.sent") == []
+    assert senders.outbox() == []
+    for ticket in ("T1013", "T1017"):  # nothing reached the helpdesk
+        assert [m.author for m in (await helpdesk.get_ticket(ticket)).messages][-1] == "customer"

@@ -58,12 +58,12 @@ async def test_an_auto_sent_reply_goes_through_the_outbox_and_says_auto(
     """What the inbox's auto-send policy approves is sent like any approval: one outbox row,
     one reply.sent, marked auto (and by AUTO_SEND) for every subscriber to see."""
     senders.start()
-    item = draft_item("T1013")
+    item = draft_item("T1013", round_id="T1013-m1", seen_through="T1013-m1")
     await publish_item(bus, item)
     await publish_decision(bus, item, "accept", reviewer=AUTO_SEND, auto=True)
     await eventually(lambda: results(bus, "reply.sent"), timeout=15, message="reply.sent")
     [row] = senders.outbox()
-    assert (row.key, row.reviewer, row.auto) == ("T1013/r1/send_reply", AUTO_SEND, True)
+    assert (row.key, row.reviewer, row.auto) == ("T1013/T1013-m1/send_reply", AUTO_SEND, True)
     [sent] = await results(bus, "reply.sent")
     assert (data(sent)["auto"], data(sent)["reviewer"]) == (True, AUTO_SEND)
 
