@@ -47,15 +47,21 @@ class Stack:
         )
         self._creds_path = self.var_dir / credentials.FILENAME
 
-    async def run(self) -> int:
-        self.state_file.refuse_second_stack()
-        private_dir(self.var_dir)  # 0700: credentials, databases, logs, the store
-        (self.var_dir / "log").mkdir(exist_ok=True)
+    def load_credentials(self) -> None:
+        """The development credentials (made on the first run, completed on a later one): what
+        the children are handed (the report token, the inbox's audit key) and the broker's
+        passwords."""
         self._creds_path = credentials.load_or_create(self.var_dir)
         creds = json.loads(self._creds_path.read_text())
         self.supervisor.report_token = str(creds.get("report_token") or "")
         self.supervisor.audit_key = str(creds.get("audit_key") or "")
         self.broker.passwords = dict(creds.get("nats_passwords") or {})
+
+    async def run(self) -> int:
+        self.state_file.refuse_second_stack()
+        private_dir(self.var_dir)  # 0700: credentials, databases, logs, the store
+        (self.var_dir / "log").mkdir(exist_ok=True)
+        self.load_credentials()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self._stop.set)

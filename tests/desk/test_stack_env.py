@@ -4,6 +4,7 @@ tokens are the inbox's."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,7 @@ def _stack(tmp_path: Path) -> Supervisor:
 
 @pytest.fixture(autouse=True)
 def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("DESK_REPORT_TOKEN", "DESK_REVIEWERS"):
+    for name in ("DESK_REPORT_TOKEN", "DESK_REVIEWERS", "DESK_AUDIT_KEY"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -72,3 +73,32 @@ def test_services_run_with_two_malloc_arenas_unless_the_operator_chose(
     assert f"MALLOC_ARENA_MAX={MALLOC_ARENA_MAX} " in dockerfile
     monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
     assert stack.child_env(stack.children["drafter"])["MALLOC_ARENA_MAX"] == "4"
+
+
+def test_the_inbox_gets_the_audit_key_desk_up_made_unless_the_operator_set_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which auto-sent replies are audited is keyed with a secret of the stack's own, kept in
+    the credentials file (added to one written before it had the key); no other service gets
+    it, and one the operator set wins."""
+    creds = tmp_path / "var" / "dev-credentials.json"
+    creds.parent.mkdir(parents=True)
+    older = {"webhook_secrets": {}, "reviewer_token": "r", "viewer_token": "v"}
+    creds.write_text(json.dumps(older))
+
+    def started() -> Supervisor:
+        stack = Stack(StackSettings(_env_file=None, var_dir=tmp_path / "var"))  # type: ignore[call-arg]
+        stack.load_credentials()  # as `desk up` does first
+        stack.supervisor.children = _stack(tmp_path).children
+        return stack.supervisor
+
+    supervisor = started()
+    made = json.loads(creds.read_text())["audit_key"]
+    assert len(made) >= 32
+    assert supervisor.child_env(supervisor.children["inbox_api"])["DESK_AUDIT_KEY"] == made
+    assert "DESK_AUDIT_KEY" not in supervisor.child_env(supervisor.children["drafter"])
+    again = started()  # the next `desk up`: the same key
+    assert again.child_env(again.children["inbox_api"])["DESK_AUDIT_KEY"] == made
+    monkeypatch.setenv("DESK_AUDIT_KEY", "the-operators-own-audit-key")
+    env = again.child_env(again.children["inbox_api"])
+    assert env["DESK_AUDIT_KEY"] == "the-operators-own-audit-key"
