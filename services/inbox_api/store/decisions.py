@@ -21,6 +21,7 @@ from shared.inbox import EDITABLE_ARGS, ActionRequest, Decision, InterruptConfig
 
 from .. import metrics
 from . import claims
+from .autosend import Held
 from .errors import Conflict, Invalid, NotFound
 from .instructions import approved_ids, learn
 from .tables import DecisionRow, ItemRow, as_utc, now
@@ -108,7 +109,7 @@ def decide(
                 raise Conflict("auto-send does not apply to this item")
             given = approved_ids(session, row)
             if given is None:
-                raise Conflict(
+                raise Held(
                     "auto-send: the draft was given a standing instruction no admin approved"
                 )
         config = InterruptConfig.model_validate(row.config)
