@@ -11,6 +11,12 @@ collector that is slow or down costs the spans and a warning, never the work: th
 bounded and nothing waits on it. Without the setting nothing is recorded, nothing is imported,
 and nothing changes. Spans the caller marked as not sampled (flags 00) are not exported.
 
+A mail's Message-ID (`<local@host>`) is chosen by whoever sent it and names them and their mail
+server; it reaches ids (`email:<…>#digest`, the router's `…>drafter`) that spans carry. So
+before a span leaves, every `local@host` in its name, attributes and error becomes `mid:` and a
+short sha256 of it (`scrub`): the same mail still has the same mark across spans, and a
+collector, shared with whoever runs it, never learns an address or a Message-ID.
+
     with telemetry.span("process work.drafter.ticket.created", "consumer",
                         parent=trace.of(headers), attributes={...}) as work:
         ...                      # work.trace is current; work.fail("...") marks it an error
@@ -19,7 +25,9 @@ and nothing changes. Spans the caller marked as not sampled (flags 00) are not e
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import logging
+import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -88,10 +96,40 @@ def shutdown(timeout: float = 5.0) -> None:
 
 
 def record(span: Span) -> None:
-    """Export a finished span, if exporting and the trace is sampled."""
+    """Export a finished span, scrubbed, if exporting and the trace is sampled."""
     exporter = _exporter
     if exporter is not None and int(span.trace.flags, 16) & 1:
-        exporter.record(span, time.time_ns())
+        exporter.record(scrubbed(span), time.time_ns())
+
+
+# `local@host`, with or without the angle brackets of a Message-ID, as it sits inside an id
+_MAIL_ID = re.compile(r"<?[^\s<>@]+@[^\s<>]+>?")
+
+
+def scrub(text: str) -> str:
+    """`text` with every Message-ID or address in it replaced by `mid:<16 hex of sha256>`."""
+    if "@" not in text:
+        return text
+
+    def mark(found: re.Match[str]) -> str:
+        bare = found.group().removeprefix("<").removesuffix(">")
+        return "mid:" + hashlib.sha256(bare.encode()).hexdigest()[:16]
+
+    return _MAIL_ID.sub(mark, text)
+
+
+def scrubbed(span: Span) -> Span:
+    """A copy of `span` to export: its name, string attributes and error scrubbed."""
+    attributes = {k: scrub(v) if isinstance(v, str) else v for k, v in span.attributes.items()}
+    return Span(
+        scrub(span.name),
+        span.kind,
+        span.trace,
+        span.parent,
+        attributes,
+        span.start_ns,
+        scrub(span.error) if span.error else None,
+    )
 
 
 @contextmanager
