@@ -365,3 +365,52 @@ async def test_a_reviewers_instruction_reaches_auto_sent_drafts_only_once_an_adm
         assert turned_down.status_code == 200 and turned_down.json()["proposed"] is None
         assert (await ada.post(f"{path}/reject")).status_code == 409  # nothing waits now
         assert (await ada.post("/api/autosend/invoice", json={"enabled": False})).is_success
+
+
+async def test_on_the_page_a_reviewer_proposes_and_an_admin_approves(
+    team_api: Api, team_bus: Bus
+) -> None:
+    """With auto-send on for invoice, the instruction Rita adds on the page says it waits for an
+    admin, and she has no button to approve it; Ada has, and once she approves it the drafter
+    is given it."""
+    api = team_api
+    first = draft_item(ticket(), category="invoice")
+    await waiting(api, team_bus, first)
+    async with api.client(RITA) as rita:
+        accepted = await rita.post(f"/api/items/{first.id}/decision", json={"type": "accept"})
+        assert accepted.status_code == 202, accepted.text
+    async with api.client(ADA) as ada:
+        on = await ada.post(
+            "/api/autosend/invoice", json={"enabled": True, "eval": eval_report("invoice")}
+        )
+        assert on.status_code == 200, on.text
+    text = "Name the invoice number in the first line."
+    async with httpx.AsyncClient(base_url=api.url, timeout=10) as browser:
+        csrf = await log_in(browser, RITA)
+        added = await browser.post(
+            "/instructions", data={"csrf": csrf, "category": "invoice", "text": text}
+        )
+        assert added.status_code == 303
+        page = (await browser.get("/instructions")).text
+        assert "it reaches drafts once an admin approves it" in page
+        assert "Waiting for an admin's approval" in page and 'value="approve"' not in page
+        [row] = [r for r in await standing(api) if r["text"] == text]
+        refused = await browser.post(
+            f"/instructions/{row['id']}", data={"csrf": csrf, "action": "approve"}
+        )
+        assert refused.status_code == 403
+    assert text not in [i.text for i in (await guidance.read(team_bus.js)).instructions]
+
+    async with httpx.AsyncClient(base_url=api.url, timeout=10) as browser:
+        csrf = await log_in(browser, ADA)
+        page = (await browser.get("/instructions")).text
+        assert 'value="approve"' in page
+        done = await browser.post(
+            f"/instructions/{row['id']}", data={"csrf": csrf, "action": "approve"}
+        )
+        assert (done.status_code, done.headers["location"]) == (303, "/instructions")
+        page = (await browser.get("/instructions")).text
+        assert "Instruction approved for invoice" in page and "approved by ada" in page
+    assert text in [i.text for i in (await guidance.read(team_bus.js)).instructions]
+    async with api.client(ADA) as ada:
+        assert (await ada.post("/api/autosend/invoice", json={"enabled": False})).is_success
