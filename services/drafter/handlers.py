@@ -161,10 +161,6 @@ class Drafter:
             queue = (values.get("trigger") or {}).get("queue")
             if queue:  # the redraft waits where the round did
                 trigger["queue"] = queue
-            began = values.get("trigger") or {}
-            helpdesk = began.get("helpdesk") or began.get("source")
-            if helpdesk:  # and is shown, and becomes, examples of the round's helpdesk
-                trigger["helpdesk"] = helpdesk
             if state.interrupts:
                 item = InboxItem.model_validate(state.interrupts[0].value)
                 if round_id in item.round_messages or item.round == round_id:

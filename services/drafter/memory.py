@@ -2,9 +2,8 @@
 
 A round whose reply a person approved as drafted, or edited and then approved (the edited text
 is the better example), is remembered in the LangGraph store beside the checkpoints: the
-category, the helpdesk the ticket came from (the source of the event that started the round)
-and the reply that went out, with the customer's personal data replaced by typed placeholders
-when it is written (`[name]`, `[email]`, `[phone]`, `[address]`, `[order]`, `[iban]`, `[vat]`,
+category, the helpdesk the ticket belongs to (`helpdesk_of`) and the reply that went out, with
+the customer's personal data replaced by typed placeholders when it is written (`[name]`, `[email]`, `[phone]`, `[address]`, `[order]`, `[iban]`, `[vat]`,
 `[card]`, `[number]`, `[url]`; `shared.personal`, with the ticket's customer name and address
 as names, and the name the reply greets). Never what the customer wrote: every draft is shown
 examples, and a model can be talked into quoting them to the next customer. A reply auto-send
@@ -16,8 +15,8 @@ thread and round, so a redelivered decision rewrites the same one; a reply the s
 forgotten.
 
 Examples kept before (`v` 1: what the customer wrote, the reply as sent) are rewritten by
-`prepare`, once: what the customer wrote dropped, the reply redacted, marked `v` 2. They name
-no helpdesk, so no draft is shown them; they expire with the archive period.
+`prepare`, once: what the customer wrote dropped, the reply redacted, marked `v` 2, and given
+the helpdesk their ticket id says (a mail conversation's `mail-…`, else the ticket helpdesk).
 
 Which examples are ranked is one indexed read of the newest `RECENT` of the helpdesk (and the
 category), not the store's own search: LangGraph's `asearch` on a namespace matches it as
@@ -51,6 +50,14 @@ log = logging.getLogger(__name__)
 NAMESPACE = ("examples",)
 RECENT = 500  # the newest examples of a category that are ranked for each draft
 VERSION = 2  # what a kept value is: 2, the team's reply redacted (1: with the customer's words)
+MAILBOX = "mail"  # the helpdesk of mail conversations (threads `mail-…`)
+TICKETS = "helpdesk"  # the helpdesk every ticket is read from (one per deployment today)
+
+
+def helpdesk_of(ticket_id: str) -> str:
+    """The helpdesk a ticket belongs to, whichever way its event came (a webhook, a backfill, a
+    stale scan): a mail conversation's examples are the mailbox's, a ticket's the helpdesk's."""
+    return MAILBOX if ticket_id.startswith("mail-") else TICKETS
 
 
 @dataclass(frozen=True)
@@ -186,14 +193,14 @@ async def prepare(store: BaseStore) -> None:
 
 def rewritten(value: Any) -> dict[str, Any]:
     """An example kept before `VERSION` as it is kept now: without what the customer wrote,
-    its reply redacted (the name it greets among the names: the customer's is not kept), and
-    naming no helpdesk (which one it came from was not kept), so that no draft is shown it."""
+    its reply redacted (the name it greets among the names: the customer's is not kept), of the
+    helpdesk its ticket id says."""
     old = value if isinstance(value, dict) else {}
     return {
         "ticket": str(old.get("ticket") or ""),
         "round": str(old.get("round") or ""),
         "category": str(old.get("category") or "other"),
-        "source": "",
+        "source": helpdesk_of(str(old.get("ticket") or "")),
         "reply": redacted(str(old.get("reply") or "")),
         "edited": bool(old.get("edited")),
         "at": str(old.get("at") or ""),

@@ -181,10 +181,9 @@ async def _examples(
 
 
 def _helpdesk(state: State) -> str:
-    """The helpdesk (brand) the ticket came from: the source of the event that started its
-    round; of a redraft the desk started itself, the one the round began with."""
-    trigger = state.get("trigger") or {}
-    return str(trigger.get("helpdesk") or trigger.get("source") or "")
+    """The helpdesk the ticket belongs to (not the source of the event that woke the round: a
+    webhook, a backfill and a stale scan of one ticket are one helpdesk's)."""
+    return memory.helpdesk_of(str(state["ticket"].get("id") or state["thread"]))
 
 
 def _customer_names(ticket: dict[str, Any]) -> list[str]:

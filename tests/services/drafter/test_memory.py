@@ -20,7 +20,6 @@ from shared.bus import Bus
 from shared.envelope import Envelope
 from shared.guidance import Guidance, Instruction
 from shared.inbox import InboxItem
-from shared.source.events import ticket_event
 from shared.source.sql import SqlSource
 from standins.llm import FakeLLM, default_responder
 from standins.obedient import obedient_responder, read_prompt
@@ -274,8 +273,8 @@ async def test_examples_kept_with_what_customers_wrote_are_rewritten_at_start(
 ) -> None:
     """An example kept before (what the customer wrote, the reply as sent) loses what the
     customer wrote and the customer's details when the drafter next starts, keeps its place
-    in time, and is shown to no draft (which helpdesk it came from was not kept); once done,
-    a second start finds nothing to do."""
+    in time, and belongs to the helpdesk its ticket id names; once done, a second start finds
+    nothing to do."""
     from services.drafter import memory
     from services.drafter.checkpoints import open_storage
 
@@ -315,7 +314,7 @@ async def test_examples_kept_with_what_customers_wrote_are_rewritten_at_start(
                 "ticket": "T7",
                 "round": "r1",
                 "category": "refund",
-                "source": "",
+                "source": "helpdesk",  # a ticket id: the helpdesk's, not the mailbox's
                 "reply": "Dear [name],\n\nthe refund for order [order] is on its way to [iban]; "
                 "we tried to call you on [phone].\n\nThe Support Team",
                 "edited": False,
@@ -324,8 +323,8 @@ async def test_examples_kept_with_what_customers_wrote_are_rewritten_at_start(
             }
             assert all(value["v"] == 2 and "asked" not in value for value in values.values())
             found = await memory.similar(storage.store, "refund", None, 5, source="helpdesk")
-            assert [e.ref for e in found] == ["T900/r1"]
-            assert await memory.similar(storage.store, "refund", None, 5, source="") == []
+            assert found[0].ref == "T900/r1" and len(found) == 5  # shown again, redacted
+            assert await memory.similar(storage.store, "refund", None, 5, source="mail") == []
 
             await memory.prepare(storage.store)  # again: nothing changes
             assert await kept(storage.store) == after
@@ -368,15 +367,20 @@ THEIRS = (
 )
 
 
-async def send_from(bus: Bus, source: str, ticket: str, event_id: str) -> None:
-    """What the router publishes for a ticket event of another helpdesk (brand), `source`."""
-    event_msg_id = ids.ingress(source, event_id)
-    body = ticket_event("ticket.created", ticket, event_id=event_id)
-    envelope = Envelope(id=event_msg_id, source=source, type="ticket.created", data=body)
+async def mail_from(bus: Bus, message_id: str, subject: str, body: str) -> None:
+    """A mail to the support mailbox: a conversation of another helpdesk than the tickets'."""
+    event_id = ids.ingress("email", message_id)
+    data = {
+        "MessageID": message_id,
+        "From": "Ola Nord <ola@example.net>",
+        "Subject": subject,
+        "TextBody": body,
+    }
+    envelope = Envelope(id=event_id, source="email", type="email.received", data=data)
     await bus.publish(
-        subjects.work("drafter", "ticket.created"),
+        subjects.work("drafter", "email.received"),
         envelope.to_bytes(),
-        msg_id=ids.router(event_msg_id, "drafter"),
+        msg_id=ids.router(event_id, "drafter"),
     )
 
 
@@ -460,9 +464,9 @@ async def test_an_auto_sent_reply_is_no_example_and_examples_stay_with_their_hel
     await decide(bus, second, "edit", edited)  # a person's approval
     await eventually(lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="kept")
 
-    await send_from(bus, "shop2", "T1037", "evt_3")  # "Charged after cancelling"
-    await eventually(lambda: count(bus, 3), timeout=20, message="another helpdesk's draft")
-    assert quoted(fake_llm.requests[-1], "examples") is None  # not another brand's examples
+    await mail_from(bus, "m3@mail.example", "Receipt", "I need the receipt for my payment.")
+    await eventually(lambda: count(bus, 3), timeout=20, message="the mailbox's draft")
+    assert quoted(fake_llm.requests[-1], "examples") is None  # not the tickets' examples
     assert (await items(bus))[2].examples == []
 
     await send_event(bus, "T1009", "evt_4")  # "Receipt for my last payment"
