@@ -14,6 +14,7 @@ from ..facts import log
 from .campaign import DEMO_TICKETS, Campaign
 from .forgeries import forged
 from .inputs import arbitrary, edge, malformed, valid
+from .mail import mail_inputs, mail_setup
 from .strategies import JSON_CT, Req, dumps, encoded, run_examples, signature_headers
 
 
@@ -112,12 +113,14 @@ def demo_events(c: Campaign, client: httpx.Client) -> None:
 def ingress_campaign(c: Campaign, examples: int) -> None:
     with httpx.Client(base_url=c.ingress, timeout=15) as client:
         demo_events(c, client)
+        mail_setup(c, lambda r: control(c, client, r))  # the conversations strangers go after
         groups: list[tuple[str, st.SearchStrategy[Req], int, Callable[[Req], Any]]] = [
             ("arbitrary", arbitrary(c), examples, lambda r: send(c, client, r)),
             ("forged", forged(c), examples, lambda r: send(c, client, r)),
             ("malformed", malformed(c), examples // 2, lambda r: send(c, client, r)),
             ("edge", edge(c), max(examples // 4, 12), lambda r: send(c, client, r)),
             ("valid", valid(c), max(examples // 4, 10), lambda r: control(c, client, r)),
+            ("mail", mail_inputs(c), max(examples // 8, 16), lambda r: control(c, client, r)),
         ]
         for offset, (name, strategy, count, act) in enumerate(groups):
             started = time.monotonic()

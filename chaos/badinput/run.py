@@ -22,6 +22,7 @@ from .claims import claims_campaign
 from .inbox import inbox_campaign, waiting_items
 from .ingress import ingress_campaign
 from .insiders import run_insiders
+from .mail import mail_replies
 from .observation import broker_pids, drained, stored_counts, wait_for
 from .prompts import prompt_campaign, start_eval
 from .report import report, report_insiders
@@ -100,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         after = asyncio.run(stored_counts(admin_url))
         quiet = wait_for(lambda: drained(admin_url), timeout=90, every=1.0)
+        c.tally.unexpected += mail_replies(channel.requests)  # one line, one address, its author
         ok = report(
             c,
             var,
