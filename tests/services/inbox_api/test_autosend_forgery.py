@@ -32,6 +32,7 @@ from shared.source.events import ticket_event
 from shared.source.sql import SqlSource
 from tests.helpers import eventually, messages, settled
 from tests.inbox_items import draft_item, publish_item
+from tests.postgres import fresh_schema, url_in
 from tests.services_running import ServiceProcess
 from tests.shared.test_permissions import PASSWORDS, admin, connect, secured
 
@@ -328,10 +329,18 @@ def test_what_the_work_message_must_say_for_auto_send() -> None:
     assert "mail conversation" in why(item.model_copy(update={"in_helpdesk": False}))
 
 
-def test_a_ticket_gets_at_most_the_days_auto_sent_replies(tmp_path: Path) -> None:
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_a_ticket_gets_at_most_the_days_auto_sent_replies(tmp_path: Path, database: str) -> None:
     """`per_ticket_day` auto-sent replies to one ticket in 24 hours; the next draft waits for a
     person, who is told why. A doubt holds an item back the same way."""
-    engine = make_engine(f"sqlite:///{tmp_path / 'inbox.sqlite'}")
+    if database == "postgresql":
+        with fresh_schema() as schema:
+            _at_most_per_day(make_engine(url_in(schema)))
+    else:
+        _at_most_per_day(make_engine(f"sqlite:///{tmp_path / 'inbox.sqlite'}"))
+
+
+def _at_most_per_day(engine: Any) -> None:
     auto_send_on_for_every_category(engine)
     policy = store.autosend.Policy(per_ticket_day=2)
 
