@@ -44,7 +44,7 @@ from shared import evidence as evidence_of_eval
 from shared.inbox import AUTO_SEND, CATEGORIES, SEND_REPLY
 
 from .errors import Conflict, Invalid, NotFound
-from .tables import AutoSendRow, DecisionRow, ItemRow, as_utc, now
+from .tables import AutoSendRow, DecisionRow, InstructionRow, ItemRow, as_utc, now
 
 AUDIT_WINDOW = 20  # the latest audits of a category a demotion looks at
 ON_FOR_TTL = 5.0  # seconds `on_for` answers from what it read (another replica's change)
@@ -170,6 +170,7 @@ def change(
             if problems:
                 raise Invalid("auto-send needs its evidence: " + "; ".join(problems))
             found["eval"] = shown  # the case file's sha256, and the figures as recomputed
+            found["instructions"] = _instructions(session, category)
         elif not enabled(session, category):
             raise Conflict(f"auto-send is not on for {category}")
         row = AutoSendRow(
@@ -183,6 +184,18 @@ def change(
         session.commit()
         _changed(engine)
         return trail_json(row)
+
+
+def _instructions(session: Session, category: str) -> dict[str, list[int]]:
+    """The category's standing instructions as auto-send starts: those an admin approved go on
+    reaching its drafts; the others (and edits proposed) wait for an admin from now on."""
+    rows = session.exec(
+        select(InstructionRow)
+        .where(InstructionRow.category == category, InstructionRow.status != "removed")
+        .order_by(col(InstructionRow.id))
+    ).all()
+    approved = [r.id or 0 for r in rows if r.status == "active" and r.approved_by]
+    return {"approved": approved, "waiting": [r.id or 0 for r in rows if r.id not in approved]}
 
 
 def _pct(share: float | None) -> str:

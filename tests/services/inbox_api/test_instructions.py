@@ -384,6 +384,8 @@ async def test_on_the_page_a_reviewer_proposes_and_an_admin_approves(
             "/api/autosend/invoice", json={"enabled": True, "eval": eval_report("invoice")}
         )
         assert on.status_code == 200, on.text
+    in_force = {r["id"] for r in await standing(api) if r["approved_by"]}
+    assert set(on.json()["evidence"]["instructions"]["approved"]) == in_force  # in the trail
     text = "Name the invoice number in the first line."
     async with httpx.AsyncClient(base_url=api.url, timeout=10) as browser:
         csrf = await log_in(browser, RITA)
