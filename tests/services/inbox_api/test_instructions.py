@@ -20,10 +20,15 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from sqlmodel import Session
 
 from desk.natsserver import NatsServer
+from services.inbox_api import store
+from services.inbox_api.store.instructions import approved_ids
+from services.inbox_api.store.tables import AutoSendRow, ItemRow, now
 from shared import guidance, ids, subjects
 from shared.bus import Bus
+from shared.db import make_engine
 from shared.envelope import Envelope
 from shared.inbox import AUTO_SEND, InboxItem
 from shared.streams import Topology, provision
@@ -416,3 +421,63 @@ async def test_on_the_page_a_reviewer_proposes_and_an_admin_approves(
     assert text in [i.text for i in (await guidance.read(team_bus.js)).instructions]
     async with api.client(ADA) as ada:
         assert (await ada.post("/api/autosend/invoice", json={"enabled": False})).is_success
+
+
+def test_what_drafts_of_an_auto_send_category_are_given_is_what_an_admin_approved(
+    tmp_path: Path,
+) -> None:
+    """The rules at the store: feedback that recurs in an auto-send category becomes a pending
+    instruction; an admin's approval puts it in force; a reviewer's edit is proposed while the
+    approved text stays; an admin's own edit is in force at once; a removal is at once; with
+    auto-send off again, a reviewer's edit is in force (and no longer approved)."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'inbox.sqlite'}")
+    store.create_tables(engine)
+    rita = store.Reviewer("rita", "reviewer")
+    with Session(engine) as session:
+        session.add(AutoSendRow(category="refund", action="enabled", at=now(), by="ada"))
+        session.commit()
+    for feedback in (FIVE_DAYS, "please always mention the 5 day processing time"):
+        item = draft_item(ticket(), category="refund")
+        store.project(engine, item)
+        store.decide(engine, item.id, "response", feedback, 1, rita)
+
+    def given() -> list[str]:
+        return [i.text for i in store.guidance(engine).instructions]
+
+    [learned] = store.list_instructions(engine)
+    assert (learned["status"], learned["approved_by"]) == ("pending", None)
+    assert given() == []
+    approved = store.approve_instruction(engine, learned["id"], "ada")
+    assert (approved["status"], approved["approved_by"]) == ("active", "ada")
+    assert given() == [learned["text"]]
+
+    proposal = store.change_instruction(engine, learned["id"], "rita", text="Say 5 days.")
+    assert (proposal["text"], proposal["proposed"]) == (learned["text"], "Say 5 days.")
+    assert given() == [learned["text"]]
+    with Session(engine) as session:  # a draft given the proposed text is not auto-sent
+        row = session.get(ItemRow, item.id)
+        assert row is not None
+        row.instructions = ["Say 5 days."]
+        assert approved_ids(session, row) is None
+        row.instructions = [learned["text"]]
+        assert approved_ids(session, row) == [learned["id"]]
+    ada_edit = store.change_instruction(
+        engine, learned["id"], "ada", text="Say 5 days.", admin=True
+    )
+    assert (ada_edit["text"], ada_edit["proposed"], ada_edit["approved_by"]) == (
+        "Say 5 days.",
+        None,
+        "ada",
+    )
+    assert given() == ["Say 5 days."]
+
+    written = store.write_instruction(engine, "billing", "Name the last 4 digits.", "rita")
+    assert written["status"] == "active"  # auto-send is off for billing: in force at once
+    assert given() == ["Name the last 4 digits.", "Say 5 days."]
+
+    store.autosend.change(engine, "refund", False, "ada", store.autosend.Policy())
+    off = store.change_instruction(engine, learned["id"], "rita", text="Say five days.")
+    assert (off["text"], off["approved_by"]) == ("Say five days.", None)
+    store.change_instruction(engine, learned["id"], "rita", remove=True)
+    assert given() == ["Name the last 4 digits."]
+    engine.dispose()
