@@ -161,6 +161,7 @@ class HttpServer:
         config = uvicorn.Config(
             app,
             http=deadline_protocol(header_timeout, idle_timeout),
+            ws="none",  # no route speaks WebSocket: an upgrade is an ordinary request
             log_config=None,
             lifespan="off",
             access_log=False,
