@@ -534,7 +534,7 @@ def _not_to_the_author(item: store.ItemRow) -> str | None:
     author of the round it answers and to nobody else: one plain address, the same (case and
     display name aside) as the newest mail of the round. (A helpdesk ticket's reply is
     addressed by the helpdesk itself.)"""
-    if True:  # OLD-BEHAVIOUR-TOGGLE
+    if item.in_helpdesk is not False:
         return None
     recipient = (item.recipient or {}).get("email")
     if not mail.plain_address(recipient):
