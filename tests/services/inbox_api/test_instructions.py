@@ -228,6 +228,7 @@ async def test_desk_eval_turns_the_replies_reviewers_sent_into_cases(
     assert case["reference"] == sent and case["category"] == "refund"
     assert [m["from"] for m in case["messages"]] == ["customer", "agent", "customer"]
     report = json.loads((tmp_path / "r.json").read_text())
+    assert report["cases_file"]["sha256"] == hashlib.sha256(written.read_bytes()).hexdigest()
     [scored] = [c for c in report["cases"] if c["id"] == case["id"]]
     assert 0 < scored["similarity"] <= 1  # each draft compared with what was sent
 
