@@ -191,4 +191,17 @@ def _mail(envelope: Envelope, body: Any, trigger: dict[str, Any]) -> Work:
         own,
         tuple(parents),
         mail_from=sender.normal,
+        notes=_stand_in(body),
     )
+
+
+def _stand_in(body: dict[str, Any]) -> tuple[str, ...]:
+    """What the reviewer must know of a mail intake stored without its body (too large, or
+    unreadable: services/ingress/imap.py)."""
+    quarantined = body.get("Quarantined")
+    if not isinstance(quarantined, dict):
+        return ()
+    reason = mail.single_line(quarantined.get("reason"), 40) or "unreadable"
+    size = quarantined.get("size")
+    bytes_ = f", {size} bytes" if isinstance(size, int) else ""
+    return (f"the mail's body was not stored ({reason}{bytes_}): read it in the mailbox",)

@@ -12,7 +12,7 @@ from shared.envelope import Envelope
 from shared.errors import PermanentError
 
 
-def mail_event(**fields: str) -> Envelope:
+def mail_event(**fields: object) -> Envelope:
     body = {"MessageID": "<m1@x>", "Subject": "Hi", "TextBody": "Help", **fields}
     return Envelope(
         id="email:m1",
@@ -42,3 +42,13 @@ def test_two_senders_never_share_a_conversation_by_choosing_one_message_id() -> 
     again = work_for(mail_event(From="Jane D. <JANE@example.com>"))
     assert jane.thread != mallory.thread
     assert jane.thread == again.thread  # the same sender, case and name aside
+
+
+def test_a_mail_stored_without_its_body_says_so_to_the_reviewer() -> None:
+    stand_in = {"reason": "too_large", "size": 2_100_000, "body": "not stored"}
+    work = work_for(mail_event(From="big@example.com", Quarantined=stand_in))
+    assert work.notes == (
+        "the mail's body was not stored (too_large, 2100000 bytes): read it in the mailbox",
+    )
+    assert work.start()["notes"] == list(work.notes)  # the draft's warnings begin with it
+    assert work_for(mail_event(From="jane@example.com")).notes == ()
