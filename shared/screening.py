@@ -49,16 +49,22 @@ _SPELLED_TLDS = "com|net|org|io|info|biz|co|app|de|fr|es|cn|uk|eu|ru|xyz|top"
 _DISGUISES: list[tuple[re.Pattern[str], str]] = [
     # hxxp://, hxxps[:]//, h**ps://, "https : //"
     (
-        re.compile(r"\bh(?:xx|\*\*|XX|tt)p(s?)\s*(?:\[:\]|\(:\)|:)\s*//", re.IGNORECASE),
+        re.compile(r"\bh(?:xx|\*\*|XX|tt)p(s?) ?(?:\[:\]|\(:\)|:) ?//", re.IGNORECASE),
         r"http\1://",
     ),
     (
         re.compile(
-            r"\s*(?:\[\s*(?:\.|dot)\s*\]|\(\s*(?:\.|dot)\s*\)|\{\s*(?:\.|dot)\s*\})\s*", re.I
+            r"[ \t]{0,3}(?:\[ ?(?:\.|dot) ?\]|\( ?(?:\.|dot) ?\)|\{ ?(?:\.|dot) ?\})[ \t]{0,3}",
+            re.I,
         ),
         ".",
     ),
-    (re.compile(r"\s*(?:\[\s*(?:@|at)\s*\]|\(\s*(?:@|at)\s*\)|\{\s*(?:@|at)\s*\})\s*", re.I), "@"),
+    (
+        re.compile(
+            r"[ \t]{0,3}(?:\[ ?(?:@|at) ?\]|\( ?(?:@|at) ?\)|\{ ?(?:@|at) ?\})[ \t]{0,3}", re.I
+        ),
+        "@",
+    ),
     (re.compile(r"\[\s*:\s*\]|\[://\]"), ":"),
     # evil-support dot com, evil-support [dot] com (the bracketed forms are above)
     (re.compile(rf"(?<=[a-z0-9])\s+(?:dot|\.)\s+(?=(?:{_SPELLED_TLDS})\b)", re.I), "."),
@@ -70,7 +76,7 @@ _DISGUISES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?<=[A-Za-z0-9])[。｡](?=[A-Za-z]{2,24}\b)"), "."),
 ]
 _DISGUISED = re.compile(
-    r"\bh(?:xx|\*\*)ps?\b|\[\s*(?:\.|dot|@|at|:)\s*\]|\(\s*(?:\.|dot|@)\s*\)|\{\s*(?:\.|dot)\s*\}"
+    r"\bh(?:xx|\*\*)ps?\b|\[ ?(?:\.|dot|@|at|:) ?\]|\( ?(?:\.|dot|@) ?\)|\{ ?(?:\.|dot) ?\}"
     rf"|(?<=[a-z0-9])\s+(?:dot|\.)\s+(?:{_SPELLED_TLDS})\b"
     r"|(?<=[a-z0-9])\s+(?:punkt|point|punto)\s+(?:com|net|org|io|info)\b"
     r"|(?<=[A-Za-z0-9])[。｡](?=[A-Za-z]{2,24}\b)",
@@ -123,7 +129,12 @@ _IP = re.compile(
     r"(?<![\d.])((?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3})(?![\d]|\.\d)"
     r"((?::\d{1,5})?(?:/[^\s<>\"'“”‘’()\[\]{}，。、；：！？]*)?)"
 )
-_EMAIL = re.compile(rf"[{_L}._%+-]+@((?:[{_L}-]+\.)+[a-z]{{2,24}})", re.IGNORECASE)
+# each pattern starts where a run of its characters starts: a reply is model output, and a
+# pattern retried at every character of a 40 000-character run would take minutes
+_EMAIL = re.compile(
+    rf"(?<![{_L}._%+-])[{_L}._%+-]{{1,64}}@((?:[{_L}-]{{1,63}}\.){{1,8}}[a-z]{{2,24}})",
+    re.IGNORECASE,
+)
 _TRAILING = ".,;:!?)]}'\"…"
 
 
@@ -480,6 +491,7 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 
 def _tail(before: str) -> str:
     """The few words (CJK: characters) just before a position in a clause."""
+    before = before[-200:]
     if _CJK.search(before[-4:] if before else ""):
         return before[-8:]
     return " ".join(before.split()[-4:])
@@ -487,6 +499,7 @@ def _tail(before: str) -> str:
 
 def _head(after: str) -> str:
     """The few words (CJK: characters) just after a position in a clause."""
+    after = after[:200]
     if _CJK.search(after[:4]):
         return after[:6]
     return " ".join(after.split()[:3])
@@ -521,7 +534,7 @@ def asks_to_verify(reply: str) -> bool:
     for clause in _clauses(reply):
         cleaned = _NOT_NEGATION.sub(lambda m: "_" * len(m.group(0)), clause)
         for m in _VERIFY.finditer(cleaned):
-            before = cleaned[: m.start()]
+            before = cleaned[max(0, m.start() - 80) : m.start()]
             if not _negated(cleaned, m.start()) and not _WE.search(before):
                 return True
     return False

@@ -4,6 +4,7 @@ so an evaluation measures exactly what the drafter does."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +59,8 @@ async def write(
         if answer.draft is None:
             problems, screened = [answer.problem or "no draft"], []
         else:
-            screened = _screened(answer.draft, ticket, asked)
+            # a thread: a long conversation takes the screen a second, the loop has heartbeats
+            screened = await asyncio.to_thread(_screened, answer.draft, ticket, asked)
             problems = checks.draft_problems(
                 answer.draft.summary,
                 answer.draft.reply,

@@ -4,9 +4,12 @@ knowledge it cites; and the replies a careful team writes every day, which must 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared.screening import conversation_texts, links, screen
 
@@ -179,3 +182,26 @@ def test_an_address_on_the_customers_own_network_may_be_named_but_not_linked() -
     assert not screen("Hi Daniel, the proxy at 10.0.0.7 cuts long requests.", conversation=said)
     [warning] = screen("Hi Daniel, you can pay here: 10.0.0.7/pay", conversation=said)
     assert "10[.]0[.]0[.]7/pay" in warning
+
+
+SLOW = {  # texts that once kept the screen busy for half a minute to two minutes each
+    "a long line": "A" * 40_000 + " REPEAT CONVERSATION " + "B" * 13_333,
+    "a run of dots": "a." * 20_000,
+    "a run of spaces": "we" + " " * 50_000 + "x verify your account",
+    "a run of percent signs": "%" * 40_000,
+    "defanged schemes": "hxxp" * 10_000,
+}
+
+
+def test_a_reply_built_to_be_slow_is_screened_in_seconds() -> None:
+    started = time.monotonic()
+    for text in SLOW.values():
+        screen(text, conversation=[text], knowledge=[text[:5_000]])
+    assert time.monotonic() - started < 15  # each took 30 s to 140 s before
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=2_000), st.text(max_size=500))
+def test_any_text_is_screened_without_an_error(reply: str, said: str) -> None:
+    found = screen(reply, conversation=[said], knowledge=[said[::-1]])
+    assert all(isinstance(w, str) and w for w in found)
