@@ -84,8 +84,15 @@ _DISGUISED = re.compile(
 )
 
 
+# invisible characters (zero-width, soft hyphen, direction marks) that split a word or a
+# domain for a pattern and not for the reader
+_INVISIBLE = re.compile(
+    "[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+)
+
+
 def _nfkc(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).replace("\u200b", "").replace("\u00ad", "")
+    return _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
 
 
 def undisguised(text: str) -> str:

@@ -205,3 +205,9 @@ def test_a_reply_built_to_be_slow_is_screened_in_seconds() -> None:
 def test_any_text_is_screened_without_an_error(reply: str, said: str) -> None:
     found = screen(reply, conversation=[said], knowledge=[said[::-1]])
     assert all(isinstance(w, str) and w for w in found)
+
+
+def test_invisible_characters_do_not_hide_a_link() -> None:
+    for dressed in ("evil\u200b-sup\u2060port.com/reset", "\u202eevil-support.com/reset"):
+        [warning] = warnings(f"Hi Daniel, reset it at {dressed} today.")
+        assert "evil-support[.]com/reset" in warning
