@@ -9,10 +9,11 @@ there; they may also write one. A removed instruction is kept (status `removed`)
 feedback does not bring it back; feedback like an active one adds to its evidence. The active
 ones are what the drafter is given (`shared.guidance`, published by the inbox).
 
-Auto-sent replies follow them with no person reading the reply, so with auto-send on for a
-category, a new or changed instruction for it takes effect only once an admin (`DESK_ADMINS`)
-approves it: a new one waits as `pending`, an edit waits as `proposed` while the approved text
-stays in force, and only instructions an admin approved reach its drafts. The inbox checks it
+Auto-sent replies follow them with no person reading the reply, so while auto-send is on for
+any category (a draft is shown every category's instructions), a new or changed instruction
+takes effect only once an admin (`DESK_ADMINS`) approves it: a new one waits as `pending`, an
+edit waits as `proposed` while the approved text stays in force, and only instructions an admin
+approved reach drafts. The inbox checks it
 again when it auto-sends (`approved_ids`): a draft that says it was given any other text waits
 for a person, and the auto decision records the ids of the instructions it was given. Removing
 one takes effect at once, so a bad instruction can always be pulled.
@@ -82,7 +83,7 @@ def learn(session: Session, item: ItemRow, feedback: str, reviewer: str, at: dt.
         InstructionRow(
             category=category,
             text=feedback[:MAX_CHARS],
-            status="pending" if enabled(session, category) else "active",
+            status="pending" if guarded(session) else "active",
             evidence=[
                 *(
                     {
@@ -144,13 +145,13 @@ def write_instruction(
     engine: Engine, category: Any, text: Any, reviewer: str, *, admin: bool = False
 ) -> dict[str, Any]:
     """A reviewer's own instruction for `category`: in force at once, unless auto-send is on
-    for the category and `reviewer` is no admin (then it waits for one)."""
+    (`guarded`) and `reviewer` is no admin (then it waits for one)."""
     if category not in CATEGORIES:
         raise Invalid(f"category must be one of {', '.join(CATEGORIES)}")
     cleaned = _text(text)
     at = now()
     with Session(engine, expire_on_commit=False) as session:
-        held = not admin and enabled(session, category)
+        held = not admin and guarded(session)
         row = InstructionRow(
             category=category,
             text=cleaned,
@@ -183,7 +184,7 @@ def change_instruction(
     remove: bool = False,
     admin: bool = False,
 ) -> dict[str, Any]:
-    """Edit an instruction's text, or remove it. With auto-send on for its category, a
+    """Edit an instruction's text, or remove it. While auto-send is on (`guarded`), a
     non-admin's edit is proposed (the approved text stays in force until an admin approves)."""
     with Session(engine, expire_on_commit=False) as session:
         row = _live(session, instruction_id)
@@ -195,7 +196,7 @@ def change_instruction(
             if admin:
                 row.text, row.proposed, row.status = cleaned, None, "active"
                 row.approved_by, row.approved_at = reviewer, at
-            elif enabled(session, row.category):  # it waits for an admin
+            elif guarded(session):  # it waits for an admin
                 if row.status == "pending":
                     row.text = cleaned
                 else:
@@ -243,6 +244,13 @@ def reject_instruction(engine: Engine, instruction_id: int, admin: str) -> dict[
         return instruction_json(row)
 
 
+def guarded(session: Session) -> bool:
+    """Whether a new or changed instruction waits for an admin: while auto-send is on for any
+    category. Every draft is shown every category's instructions (the model picks the category
+    as it drafts), so an instruction of any category can steer an auto-sent reply."""
+    return any(enabled(session, category) for category in CATEGORIES)
+
+
 def approved_ids(session: Session, item: ItemRow) -> list[int] | None:
     """The ids of the standing instructions `item`'s draft says it was given, when an admin
     approved every one of them as it reads now; None when any was not (the draft waits for a
@@ -264,8 +272,8 @@ def approved_ids(session: Session, item: ItemRow) -> list[int] | None:
 
 
 def guidance(engine: Engine) -> Guidance:
-    """What the drafter is given: the active instructions; for a category with auto-send on,
-    only those an admin approved."""
+    """What the drafter is given: the active instructions; while auto-send is on for any
+    category (`guarded`), only those an admin approved."""
     held = on_for(engine)
     with Session(engine, expire_on_commit=False) as session:
         rows = session.exec(
@@ -277,6 +285,6 @@ def guidance(engine: Engine) -> Guidance:
             instructions=[
                 Instruction(id=r.id or 0, category=r.category, text=r.text)
                 for r in rows
-                if r.category not in held or r.approved_by is not None
+                if not held or r.approved_by is not None
             ]
         )

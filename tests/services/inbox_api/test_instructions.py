@@ -472,13 +472,16 @@ def test_what_drafts_of_an_auto_send_category_are_given_is_what_an_admin_approve
     )
     assert given() == ["Say 5 days."]
 
+    # auto-send is off for billing, but every draft is shown every category's instructions (the
+    # model picks the category as it drafts): a billing one could steer an auto-sent refund
     written = store.write_instruction(engine, "billing", "Name the last 4 digits.", "rita")
-    assert written["status"] == "active"  # auto-send is off for billing: in force at once
-    assert given() == ["Name the last 4 digits.", "Say 5 days."]
+    assert written["status"] == "pending"
+    assert given() == ["Say 5 days."]
 
     store.autosend.change(engine, "refund", False, "ada", store.autosend.Policy())
     off = store.change_instruction(engine, learned["id"], "rita", text="Say five days.")
-    assert (off["text"], off["approved_by"]) == ("Say five days.", None)
+    assert (off["text"], off["approved_by"]) == ("Say five days.", None)  # in force at once
+    assert given() == ["Say five days."]
     store.change_instruction(engine, learned["id"], "rita", remove=True)
-    assert given() == ["Name the last 4 digits."]
+    assert given() == []  # what still waits for an admin waits
     engine.dispose()
