@@ -142,6 +142,8 @@ DRAFTER = ServiceSpec(
         ConsumerSpec("drafter", subjects.WORK, (subjects.work_for("drafter"),)),
         ConsumerSpec("drafter-decisions", subjects.INBOX, (subjects.INBOX_DECISION,)),
         ConsumerSpec("drafter-results", subjects.RESULTS, _results(REPLY_WITHDRAWN, REPLY_SENT)),
+        # a person's audit of an auto-sent reply: a fine one becomes an example
+        ConsumerSpec("drafter-audits", subjects.INBOX, (subjects.INBOX_AUDITED,)),
     ),
     publishes=DRAFTER_PUBLISHES,
     kv_writes=(LEDGER,),
@@ -163,9 +165,10 @@ INBOX_API = ServiceSpec(
         ConsumerSpec("inbox_api", subjects.INBOX, DRAFTER_PUBLISHES),
         ConsumerSpec("inbox_api-results", subjects.RESULTS, SENDER_RESULTS),
     ),
-    # Decisions; and a replayed dead letter goes back to the subject it was stored on
-    # (filled in below: every subject some service consumes).
-    publishes=(subjects.INBOX_DECISION, subjects.INBOX_NOTICE),
+    # Decisions, notices for the notifier, audits for the drafter; and a replayed dead letter
+    # goes back to the subject it was stored on (filled in below: every subject some service
+    # consumes).
+    publishes=(subjects.INBOX_DECISION, subjects.INBOX_NOTICE, subjects.INBOX_AUDITED),
     reads=(subjects.DLQ, subjects.EVENTS, subjects.WORK, subjects.INBOX, subjects.RESULTS),
     deletes=(subjects.DLQ,),
     kv_writes=(GUIDANCE,),

@@ -37,6 +37,11 @@ def withdrawn(thread: str, round_id: str, version: int) -> str:
     return f"withdrawn:{thread}:{round_id}:v{version}"
 
 
+def audited(thread: str, round_id: str, version: int) -> str:
+    """A person's audit of an auto-sent reply, told to the drafter: once per item version."""
+    return f"audited:{thread}:{round_id}:v{version}"
+
+
 def overdue(thread: str, version: int, day: dt.date) -> str:
     """A waiting draft marked overdue by the stale scan: once a day."""
     return f"overdue:{thread}:v{version}:{day.isoformat()}"

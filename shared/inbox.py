@@ -201,6 +201,24 @@ class Notice(BaseModel):
     digest: QueueSummary | None = None
 
 
+AuditVerdict = Literal["fine", "edited"]
+
+
+class Audited(BaseModel):
+    """A person audited an auto-sent reply: `fine` (it may be an example for later drafts) or
+    `edited` (it needed changes). The inbox alone publishes it; the drafter believes no more of
+    it than its own record of the auto-sent reply (`item_id`, `round`, `version`) confirms."""
+
+    model_config = ConfigDict(frozen=True)
+
+    item_id: str
+    thread: str
+    round: str
+    version: int = Field(ge=1)
+    verdict: AuditVerdict
+    at: dt.datetime
+
+
 class Decision(BaseModel):
     """A reviewer's answer to one item version (Agent Inbox HumanResponse plus our fields)."""
 

@@ -37,6 +37,7 @@ INBOX_DECISION = "inbox.decision"
 INBOX_WITHDRAWN = "inbox.withdrawn"  # the drafter takes a waiting draft back
 INBOX_OVERDUE = "inbox.overdue"  # the drafter marks a waiting draft overdue (stale scan)
 INBOX_NOTICE = "inbox.notice"  # the inbox asks the notifier to post (escalations, digests)
+INBOX_AUDITED = "inbox.audited"  # a person audited an auto-sent reply (the drafter learns)
 
 _TOKEN = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
 

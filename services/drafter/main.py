@@ -10,13 +10,14 @@ import logging
 
 from shared import guidance
 from shared.errors import DeskError
-from shared.inbox import Decision
+from shared.inbox import Audited, Decision
 from shared.ledger import Ledger
 from shared.service import Service
 from shared.settings import DrafterSettings
 from shared.source.configured import open_configured
 from shared.source.http import HttpSource
 
+from .audits import Audits
 from .checkpoints import open_storage, reachable
 from .graph import Deps, build_graph
 from .handlers import Drafter
@@ -79,6 +80,14 @@ async def run(settings: DrafterSettings) -> None:
         await svc.consume("drafter-decisions", drafter.on_decision, payload=Decision)
         # an approved reply withdrawn: its round is owed an answer again
         await svc.consume("drafter-results", drafter.on_result)
+        # a person's audit of an auto-sent reply: found fine, it becomes an example
+        audits = Audits(
+            graph,
+            ledger,
+            lease_ttl=max(5.0, settings.ack_wait),
+            lease_wait=settings.llm_timeout * 2 + 30,
+        )
+        await svc.consume("drafter-audits", audits.on_audit, payload=Audited)
         await svc.until_stopped()
 
 

@@ -3,16 +3,20 @@
 A round whose reply a person approved as drafted, or edited and then approved (the edited text
 is the better example), is remembered in the LangGraph store beside the checkpoints: the
 category, the helpdesk the ticket belongs to (`helpdesk_of`) and the reply that went out, with
-the customer's personal data replaced by typed placeholders when it is written (`[name]`, `[email]`, `[phone]`, `[address]`, `[order]`, `[iban]`, `[vat]`,
-`[card]`, `[number]`, `[url]`; `shared.personal`, with the ticket's customer name and address
-as names, and the name the reply greets). Never what the customer wrote: every draft is shown
-examples, and a model can be talked into quoting them to the next customer. A reply auto-send
-sent is not remembered: no person read it (a person's audit does not reach the drafter). The
-next round from the same helpdesk, in that category, is shown the most similar of them (BM25
-over the replies), and the newest when fewer are similar. One example per round, keyed by
-thread and round, so a redelivered decision rewrites the same one; a reply the sender withdrew
-(the ticket closed, a person answered, the customer wrote again) never went out and is
-forgotten.
+the customer's personal data replaced by typed placeholders when it is written (`[name]`,
+`[email]`, `[phone]`, `[address]`, `[order]`, `[iban]`, `[vat]`, `[card]`, `[number]`, `[url]`;
+`shared.personal`, with the ticket's customer name and address as names, and the name the
+reply greets). Never what the customer wrote: every draft is shown examples, and a model can be
+talked into quoting them to the next customer. A reply auto-send sent was read by no person: it
+is held apart (`hold`, in a namespace no draft reads) with the inbox item it was sent as, and
+becomes an example only when a person's audit finds it fine (`audited`; an audit that found
+edits drops it). The held record is the thread's own, written when its auto decision finished
+the round: an audit notice about anything else (another item version, a draft still waiting, a
+reply a person approved) plants nothing. The next round from the same helpdesk, in that
+category, is shown the most similar of them (BM25 over the replies), and the newest when fewer
+are similar. One example per round, keyed by thread and round, so a redelivered decision (or
+audit) rewrites the same one; a reply the sender withdrew (the ticket closed, a person
+answered, the customer wrote again) never went out and is forgotten, held or kept.
 
 Examples kept before (`v` 1: what the customer wrote, the reply as sent) are rewritten by
 `prepare`, once: what the customer wrote dropped, the reply redacted, marked `v` 2, and given
@@ -48,6 +52,7 @@ from .lite import SqliteMemory
 log = logging.getLogger(__name__)
 
 NAMESPACE = ("examples",)
+UNAUDITED = ("unaudited",)  # auto-sent replies waiting for a person's audit: shown to no draft
 RECENT = 500  # the newest examples of a category that are ranked for each draft
 VERSION = 2  # what a kept value is: 2, the team's reply redacted (1: with the customer's words)
 MAILBOX = "mail"  # the helpdesk of mail conversations (threads `mail-…`)
@@ -88,7 +93,47 @@ async def remember(
 
 
 async def forget(store: BaseStore, thread: str, round_: str) -> None:
+    """The round's reply never went out: neither an example nor waiting for an audit."""
     await store.adelete(NAMESPACE, key(thread, round_))
+    await store.adelete(UNAUDITED, key(thread, round_))
+
+
+async def hold(
+    store: BaseStore,
+    thread: str,
+    example: Example,
+    *,
+    item: str,
+    version: int,
+    names: Iterable[str] = (),
+) -> None:
+    """Keep an auto-sent reply as it would be remembered (redacted now: the customer's names
+    are the thread's), apart, with the inbox item (`item`, `version`) it was sent as."""
+    value = {**asdict(example), "reply": redacted(example.reply, names), "v": VERSION}
+    await store.aput(
+        UNAUDITED,
+        key(thread, example.round),
+        {**value, "item": item, "version": version},
+        index=False,
+    )
+
+
+async def audited(
+    store: BaseStore, thread: str, round_: str, *, item: str, version: int, fine: bool
+) -> bool | None:
+    """A person's audit of the auto-sent reply of `thread`'s round: fine, it is remembered as
+    an example; not, it is dropped. None when this thread holds no auto-sent reply of that
+    round sent as `item` v`version` (none was, it was withdrawn, or it was audited already).
+    Idempotent: the example is written under the round's key before the held one goes."""
+    found = await store.aget(UNAUDITED, key(thread, round_))
+    value = dict(found.value) if found is not None else {}
+    if value.get("item") != item or value.get("version") != version:
+        return None
+    if fine:
+        kept = {k: v for k, v in value.items() if k not in ("item", "version")}
+        await store.aput(NAMESPACE, key(thread, round_), kept, index=False)
+    await store.adelete(UNAUDITED, key(thread, round_))
+    return fine
 
 
 def redacted(reply: str, names: Iterable[str] = ()) -> str:

@@ -33,6 +33,7 @@ from shared.inbox import QUEUE_PATTERN, Decision
 from shared.settings import InboxApiSettings
 
 from . import store
+from .audited import publish_audits
 from .auth import Reviewers, bearer
 from .guidance import publish_guidance
 from .openapi import document
@@ -568,6 +569,7 @@ async def post_audit(request: Request) -> Response:
         return found
     if found["demoted"]:
         log.warning("auto-send demoted for %s: audits found edits", found["demoted"]["category"])
+    await publish_audits(_bus(request), inbox.engine)  # else the relay publishes it
     return JSONResponse(found)
 
 

@@ -28,6 +28,7 @@ from shared.results import (
 
 from . import provenance, store
 from .api import publish_decision
+from .audited import publish_audits
 from .guidance import publish_guidance
 
 log = logging.getLogger(__name__)
@@ -165,8 +166,10 @@ class ResultProjection:
 
 
 async def relay(bus: Bus, engine: Engine) -> None:
-    """Publish decisions recorded while the broker was away (or before a crash), and the
-    standing instructions if the drafter's copy is behind: the inbox's periodic work."""
+    """Publish decisions recorded while the broker was away (or before a crash), the
+    standing instructions if the drafter's copy is behind, and the audits of replies sent
+    since (or told while the broker was away): the inbox's periodic work."""
     for decision in await asyncio.to_thread(store.unpublished, engine, 0):
         await publish_decision(bus, engine, decision)
     await publish_guidance(bus, engine)
+    await publish_audits(bus, engine)

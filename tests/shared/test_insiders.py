@@ -417,3 +417,38 @@ async def test_an_outside_subscriber_reads_results_through_its_own_consumer_only
         await raw.nc.close()
         await subscriber.close()
         await sender.close()
+
+
+async def test_only_the_inbox_tells_the_drafter_an_audit(admin: Bus, secured: NatsServer) -> None:
+    """As the drafter (whose drafts a `fine` audit would make examples for every later draft)
+    and as every other service or role: an audit notice is refused by the broker. The inbox,
+    where people audit, is the one that may publish it."""
+    item = draft_item("T901")
+    notice = Envelope(
+        id=ids.audited(item.thread, item.round, item.version),
+        source="/desk/inbox_api",
+        type=subjects.INBOX_AUDITED,
+        data={
+            "item_id": item.id,
+            "thread": item.thread,
+            "round": item.round,
+            "version": item.version,
+            "verdict": "fine",
+            "at": dt.datetime.now(dt.UTC).isoformat(),
+        },
+    ).to_bytes()
+    for role in catalog.ROLES:
+        if role.name == "inbox_api":
+            continue
+        raw = await Raw.connect(secured, role.name)
+        try:
+            assert await raw.refused(subjects.INBOX_AUDITED, notice), role.name
+        finally:
+            await raw.nc.close()
+    assert await messages(admin.js, subjects.INBOX) == []
+    inbox_api = await connect(secured, "inbox_api")
+    try:
+        await inbox_api.publish(subjects.INBOX_AUDITED, notice, msg_id="audited")
+    finally:
+        await inbox_api.close()
+    assert [m.subject for m in await messages(admin.js, subjects.INBOX)] == [subjects.INBOX_AUDITED]

@@ -272,15 +272,11 @@ async def finish(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
         outcome = "acknowledged"
     # the next round starts after everything this one saw
     update: dict[str, Any] = {"outcome": outcome, "covered": state.get("seen_through")}
-    if (
-        action == SEND_REPLY
-        and outcome in ("accepted", "edited")
-        and not decision.get("auto")  # auto-sent: no person read it, it is no example
-        and runtime.store is not None
-    ):
+    if action == SEND_REPLY and outcome in ("accepted", "edited") and runtime.store is not None:
         # what a person approved is an example for the next similar round of the helpdesk
         # (idempotent: one per round), the customer's details as placeholders and never their
-        # own words; forgotten if the sender withdraws it (Drafter.on_result)
+        # own words; forgotten if the sender withdraws it (Drafter.on_result). An auto-sent
+        # reply was read by no person: held until a person's audit finds it fine (audits.py)
         item = state.get("item") or {}
         example = memory.Example(
             ticket=str(state["ticket"].get("id")),
@@ -292,7 +288,17 @@ async def finish(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
             at=str(decision.get("decided_at") or dt.datetime.now(dt.UTC).isoformat()),
         )
         names = _customer_names(state["ticket"])
-        await memory.remember(runtime.store, state["thread"], example, names=names)
+        if decision.get("auto"):
+            await memory.hold(
+                runtime.store,
+                state["thread"],
+                example,
+                item=str(item.get("id") or ""),
+                version=int(item.get("version") or 0),
+                names=names,
+            )
+        else:
+            await memory.remember(runtime.store, state["thread"], example, names=names)
     if state.get("inline_ticket") and outcome in ("accepted", "edited"):
         # a mail conversation lives only here: our approved reply becomes part of it
         update["ticket"] = _replied(state, decision)

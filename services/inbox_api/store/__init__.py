@@ -10,12 +10,13 @@ One module per concept, every name used elsewhere importable from here (`store.d
 edit distance, time to decision), `documents` (a row as the API gives it out), `listing`
 (the paged list), `queries` (one item in full, the counts, the review log), `sessions` (the
 rows behind web sessions), `instructions` (the standing instructions learned from feedback),
-`autosend` (the evidence-based auto-send policy and its audits), `claims` (who works on
-what), `targets` (service levels), `notices` (escalations and digests for the notifier),
-`archive` (what is deleted once finished and old) and `errors`.
+`autosend` (the evidence-based auto-send policy and its audits), `audits` (those the drafter
+is still to be told of), `claims` (who works on what), `targets` (service levels), `notices`
+(escalations and digests for the notifier), `archive` (what is deleted once finished and old)
+and `errors`.
 """
 
-from . import autosend, claims, notices, targets
+from . import audits, autosend, claims, notices, targets
 from .analytics import MAX_REVIEW_DAYS, REVIEW_DAYS, review, review_days
 from .archive import ARCHIVE_SECONDS, archive
 from .decisions import Reviewer, decide, mark_published, traceparent_of, unpublished
@@ -84,6 +85,7 @@ __all__ = [
     "Waiting",
     "approve_instruction",
     "archive",
+    "audits",
     "autosend",
     "change_instruction",
     "claims",

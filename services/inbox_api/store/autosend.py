@@ -279,6 +279,7 @@ def audit(
             raise Conflict(f"{item_id} was audited already ({row.audit})")
         row.audit, row.audit_by, row.updated_at = verdict, who, now()
         row.audit_note = str(note).strip()[:2000] if isinstance(note, str) and note else None
+        row.audit_published, row.audited_at = False, row.updated_at  # told to the drafter
         session.add(row)
         session.flush()
         state = _latest(session, str(row.category))

@@ -103,6 +103,12 @@ class ItemRow(SQLModel, table=True):
     audit: str | None = Field(default=None, index=True)  # waiting | fine | edited
     audit_by: str | None = None
     audit_note: str | None = None
+    # the audit told to the drafter (`inbox.audited`): False until the broker has it (the relay
+    # publishes it once the reply is sent); None: no audit yet, or audited before it was told
+    audit_published: bool | None = Field(default=None, index=True)
+    audited_at: dt.datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
     # queues and service levels: the queue routing put it in; when its round's clock started
     # (the round's first draft), and when it nears and passes its target (None: no target)
     queue: str | None = Field(default=None, index=True)

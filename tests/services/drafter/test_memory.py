@@ -1,12 +1,13 @@
 """The drafter learns from reviewers: a reply they sent (an edited one especially) is shown as
 an example to the next similar round of its category from the same helpdesk, without the
 customer's personal data and never with what the customer wrote; one the sender withdrew, or
-auto-send sent, is not; the standing instructions the inbox publishes reach every draft. A real
-drafter process, a real nats-server, FakeLLM."""
+auto-send sent (until a person's audit found it fine), is not; the standing instructions the
+inbox publishes reach every draft. A real drafter process, a real nats-server, FakeLLM."""
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -15,11 +16,12 @@ from typing import Any
 import pytest
 
 from desk.helpdesk import DEMO_KNOWLEDGE
+from services.drafter import memory
 from shared import guidance, ids, subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
 from shared.guidance import Guidance, Instruction
-from shared.inbox import InboxItem
+from shared.inbox import Audited, InboxItem
 from shared.source.sql import SqlSource
 from standins.llm import FakeLLM, default_responder
 from standins.obedient import obedient_responder, read_prompt
@@ -472,3 +474,75 @@ async def test_an_auto_sent_reply_is_no_example_and_examples_stay_with_their_hel
     await send_event(bus, "T1009", "evt_4")  # "Receipt for my last payment"
     await eventually(lambda: count(bus, 4), timeout=20, message="T1009's draft")
     assert (await items(bus))[3].examples == [f"T1022/{second.round}"]
+
+
+async def audit(bus: Bus, item: InboxItem, verdict: str, *, msg_id: str | None = None) -> None:
+    """A person's audit of `item` as the inbox tells it (`msg_id` overrides the dedup id:
+    a redelivery, or a forgery)."""
+    notice = Audited(
+        item_id=item.id,
+        thread=item.thread,
+        round=item.round,
+        version=item.version,
+        verdict=verdict,  # type: ignore[arg-type]
+        at=dt.datetime.now(dt.UTC),
+    )
+    envelope = Envelope(
+        id=msg_id or ids.audited(item.thread, item.round, item.version),
+        source="/desk/inbox_api",
+        type=subjects.INBOX_AUDITED,
+        data=notice.model_dump(mode="json"),
+    )
+    await bus.publish(subjects.INBOX_AUDITED, envelope.to_bytes(), msg_id=envelope.id)
+
+
+async def test_an_auto_sent_reply_is_an_example_once_a_persons_audit_found_it_fine(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    """Auto-sent replies are shown to no draft until a person's audit found one fine: then it
+    is, like a reply a person approved. One audited `edited`, one the sender withdrew, and a
+    draft a person ignored with a `fine` audit forged for it (and one for a version the
+    thread never sent) are shown to none."""
+    fake_llm.responder = billing
+    harness.start()
+    auto_sent: list[InboxItem] = []
+    for n, ticket in enumerate(("T1012", "T1022", "T1013"), 1):
+        await send_event(bus, ticket, f"evt_{n}")
+        await eventually(lambda n=n: count(bus, n), timeout=20, message=f"{ticket}'s draft")
+        item = (await items(bus))[-1]
+        assert item.action_request.action == "send_reply"
+        await publish_decision(bus, item, "accept", auto=True, reviewer="auto-send")
+        await eventually(lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="auto")
+        auto_sent.append(item)
+    fine, edited, withdrawn = auto_sent
+    await publish_withdrawn(bus, withdrawn, "the ticket was closed")  # it never went out
+    await eventually(lambda: settled(bus, subjects.RESULTS, "drafter-results"), message="result")
+
+    await send_event(bus, "T1009", "evt_4")  # "Receipt for my last payment"
+    await eventually(lambda: count(bus, 4), timeout=20, message="T1009's draft")
+    ignored = (await items(bus))[-1]
+    assert ignored.examples == []  # no auto-sent reply is shown before an audit
+    assert quoted(fake_llm.requests[-1], "examples") is None
+    await decide(bus, ignored, "ignore")
+    await eventually(lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="ignored")
+
+    await audit(bus, edited, "edited")
+    await audit(bus, withdrawn, "fine")
+    await audit(bus, ignored, "fine")  # forged: no auto-send sent it
+    never_sent = fine.model_copy(update={"version": fine.version + 1})
+    await audit(bus, never_sent, "fine")  # forged: the thread sent no such version
+    await eventually(lambda: settled(bus, subjects.INBOX, "drafter-audits"), message="audits")
+    await send_event(bus, "T1010", "evt_5")  # "Dashboard numbers don't match the export"
+    await eventually(lambda: count(bus, 5), timeout=20, message="T1010's draft")
+    assert (await items(bus))[-1].examples == []
+    assert quoted(fake_llm.requests[-1], "examples") is None
+
+    await audit(bus, fine, "fine")
+    await audit(bus, fine, "fine", msg_id="audited-again")  # a redelivery: the same example
+    await eventually(lambda: settled(bus, subjects.INBOX, "drafter-audits"), message="fine")
+    await send_event(bus, "T1026", "evt_6")  # "Refund not received yet"
+    await eventually(lambda: count(bus, 6), timeout=20, message="T1026's draft")
+    assert (await items(bus))[-1].examples == [f"T1012/{fine.round}"]
+    [example] = quoted(fake_llm.requests[-1], "examples")
+    reply = fine.action_request.args["reply"]
+    assert example == {"category": "billing", "team sent": memory.redacted(reply)}

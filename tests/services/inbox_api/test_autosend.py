@@ -24,11 +24,13 @@ from desk.evaluation import DEMO_CASES
 from desk.natsserver import NatsServer
 from services.inbox_api import store
 from services.inbox_api.store.tables import AutoSendRow, now
-from shared import subjects
+from shared import ids, subjects
 from shared.bus import Bus
 from shared.db import make_engine
+from shared.envelope import Envelope
 from shared.inbox import AUTO_SEND, item_id
-from tests.helpers import eventually
+from shared.results import REPLY_SENT, REPLY_WITHDRAWN, SOURCE_SENDER, event_id
+from tests.helpers import eventually, messages
 from tests.inbox_items import draft_item, published_decisions, routed
 
 from .conftest import REVIEWER, VIEWER, Api, running_api
@@ -329,3 +331,76 @@ def test_a_deployment_without_an_audit_key_does_not_start(monkeypatch: pytest.Mo
         InboxApiSettings()
     monkeypatch.setenv("DESK_AUDIT_KEY", "x" * 32)
     assert InboxApiSettings().audit_key is not None
+
+
+async def publish_result(bus: Bus, kind: str, item: Any, key: str, **data: Any) -> None:
+    """The sender's result for `item`'s reply (outbox `key`)."""
+    envelope = Envelope(
+        id=event_id(kind, key),
+        source=SOURCE_SENDER,
+        type=kind,
+        data={"item_id": item.id, "outbox_key": key, "thread": item.thread, **data},
+    )
+    await bus.publish(subjects.result(kind), envelope.to_bytes(), msg_id=envelope.id)
+
+
+async def told(bus: Bus) -> dict[str, dict[str, Any]]:
+    """The audits the inbox told the drafter (`inbox.audited`), by message id."""
+    return {
+        m.headers["Nats-Msg-Id"]: Envelope.model_validate_json(m.data or b"{}").data
+        for m in await messages(bus.js, subjects.INBOX)
+        if m.subject == subjects.INBOX_AUDITED and m.headers
+    }
+
+
+async def test_an_audit_of_a_sent_reply_is_told_to_the_drafter(
+    policy_api: Api, nats_bus: Bus
+) -> None:
+    """A person's audit of an auto-sent reply is published on `inbox.audited` (the drafter
+    keeps a reply found fine as an example) once the reply went out: one audited while it is
+    still being sent is told when the sender reports it sent, one whose reply was withdrawn
+    is never told."""
+    api = policy_api
+    async with api.client() as client:
+        on = (await client.get("/api/autosend")).json()["categories"]["refund"]["enabled"]
+    if not on:
+        for _ in range(3):
+            await decide(api, nats_bus, "accept")
+        assert (await turn(api, True, PASSED)).status_code == 200
+    sent = await routed(nats_bus, draft_item(ticket(), category="refund"))
+    withdrawn = await routed(nats_bus, draft_item(ticket(), category="refund"))
+    await waiting(api, nats_bus, sent, withdrawn)
+    await eventually(lambda: handled(nats_bus), message="both auto-sent")
+    assert [(await stored(api, i.id) or {}).get("auto") for i in (sent, withdrawn)] == [True] * 2
+
+    key = f"{withdrawn.thread}/{withdrawn.round}/send_reply"
+    await publish_result(nats_bus, REPLY_WITHDRAWN, withdrawn, key, reason="the ticket was closed")
+
+    async def status(item_id: str, wanted: str) -> bool:
+        return (await stored(api, item_id) or {}).get("status") == wanted
+
+    await eventually(lambda: status(withdrawn.id, "withdrawn"), message="withdrawn")
+    async with api.client() as client:
+        for item in (withdrawn, sent):  # the sent one is still being sent
+            audited = await client.post(f"/api/items/{item.id}/audit", json={"verdict": "fine"})
+            assert audited.status_code == 200, audited.text
+    mine = {ids.audited(i.thread, i.round, i.version) for i in (sent, withdrawn)}
+    assert mine.isdisjoint(await told(nats_bus))  # neither went out (yet)
+
+    await publish_result(nats_bus, REPLY_SENT, sent, f"{sent.thread}/{sent.round}/send_reply")
+    wanted = ids.audited(sent.thread, sent.round, sent.version)
+
+    async def is_told() -> bool:
+        return wanted in await told(nats_bus)
+
+    await eventually(is_told, timeout=20, message="the audit told")
+    notice = (await told(nats_bus))[wanted]
+    assert {k: v for k, v in notice.items() if k != "at"} == {
+        "item_id": sent.id,
+        "thread": sent.thread,
+        "round": sent.round,
+        "version": sent.version,
+        "verdict": "fine",
+    }
+    # the pass that told it found the withdrawn reply's audit too, and left it untold
+    assert mine & set(await told(nats_bus)) == {wanted}

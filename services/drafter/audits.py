@@ -1,0 +1,81 @@
+"""A person's audit of an auto-sent reply reaches the drafter: found fine, the reply becomes an
+example for later drafts like one a person approved; found edited, it is dropped.
+
+The notice (`inbox.audited`, which only the inbox may publish) is believed no further than the
+thread's own record: the auto-sent reply its auto decision finished the round with, held by
+`memory.hold` under the thread and round, with the item id and version it was sent as. An
+audit of anything else (a draft still waiting, a reply a person approved, another version, a
+reply the sender withdrew) finds no such record and plants nothing. A redelivered notice finds
+the record gone and the example already written under the round's key.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+
+from shared.consumer import Delivery
+from shared.envelope import Envelope
+from shared.errors import BusinessReject, TransientError
+from shared.inbox import Audited, InboxItem
+from shared.ledger import Ledger
+
+from . import memory
+
+log = logging.getLogger(__name__)
+
+
+class Audits:
+    def __init__(
+        self,
+        graph: CompiledStateGraph[Any, Any, Any, Any],
+        ledger: Ledger,
+        *,
+        lease_ttl: float,
+        lease_wait: float,
+    ) -> None:
+        self.graph = graph
+        self.ledger = ledger
+        self.lease_ttl = lease_ttl
+        self.lease_wait = lease_wait
+
+    async def on_audit(self, delivery: Delivery[Envelope]) -> None:
+        audit: Audited = delivery.payload  # checked by the runtime (Consumer.payload)
+        store = self.graph.store
+        if store is None:
+            return  # a drafter that remembers nothing
+        async with self.ledger.lease(
+            f"thread:{audit.thread}", ttl=self.lease_ttl, wait=self.lease_wait
+        ):
+            done = await memory.audited(
+                store,
+                audit.thread,
+                audit.round,
+                item=audit.item_id,
+                version=audit.version,
+                fine=audit.verdict == "fine",
+            )
+            if done is not None:
+                log.info(
+                    "auto-sent reply %s audited %s%s",
+                    audit.item_id,
+                    audit.verdict,
+                    ": kept as an example" if done else "",
+                )
+                return
+            config = RunnableConfig(configurable={"thread_id": audit.thread})
+            state = await self.graph.aget_state(config)
+            waiting = state.interrupts and (
+                InboxItem.model_validate(state.interrupts[0].value).id == audit.item_id
+            )
+            if waiting or (state.next and not state.interrupts):
+                # the auto decision on it has not finished the round here yet (it is on its
+                # way, or the run it resumed was cut off): its record is not written yet
+                raise TransientError(f"{audit.item_id} is not finished here yet")
+        raise BusinessReject(
+            f"no auto-sent reply of {audit.thread} was sent as {audit.item_id}",
+            outcome="not_auto_sent",
+        )
