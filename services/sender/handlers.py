@@ -20,7 +20,7 @@ from typing import Any
 from prometheus_client import Counter
 from sqlalchemy.engine import Engine
 
-from shared import conversation, ids, mail
+from shared import conversation, ids, mail, screening
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError, Unavailable
@@ -156,6 +156,7 @@ class Sender:
                 else None
             ),
             round_author=answering.author_email if answering else None,
+            knowledge=[t for c in item.citations for t in (c.title, c.passage, c.url or "") if t],
         )
         await asyncio.to_thread(store.see_item, self.engine, row)
 
@@ -253,7 +254,7 @@ class Sender:
         async with self.ledger.lease(f"outbox:{key}", ttl=self.lease_ttl, wait=self.lease_wait):
             existing = await asyncio.to_thread(store.get_outbox, self.engine, key)
             if decision.auto and existing is None:  # no person approved it: check its round
-                refused = await self._not_for_auto(item)
+                refused = await self._not_for_auto(item, row.final_text)
                 if refused is not None:
                     await self._refused(row, refused)
                     self.relay.wake()
@@ -300,12 +301,14 @@ class Sender:
         change = conversation.change_since(ticket, item.seen_through)
         return conversation.REASONS[change] or None
 
-    async def _not_for_auto(self, item: store.ItemRow) -> str | None:
+    async def _not_for_auto(self, item: store.ItemRow, text: str) -> str | None:
         """Why an auto-sent decision must not be carried out (None: it may). No person approved
         it, and the item it sends is the word of whoever published it: its round must be a
         customer message of the ticket as the helpdesk lists it now, one not answered yet, and
-        the newest message the draft saw must be the ticket's too. A mail conversation has no
-        ticket to read again, so nothing auto-sent goes to one."""
+        the newest message the draft saw must be the ticket's too; and the text is screened
+        again against that conversation as the helpdesk has it (not the item's copy of it, which
+        its publisher wrote). A mail conversation has no ticket to read again, so nothing
+        auto-sent goes to one."""
         if item.in_helpdesk is False or not item.ticket_id:
             return "auto-send refused: a mail conversation has no ticket to check the round in"
         if self.source is None:
@@ -323,6 +326,14 @@ class Sender:
             )
         if item.seen_through not in {m.id for m in ticket.messages}:
             return f"auto-send refused: the draft saw a conversation ticket {item.ticket_id} lacks"
+        said = screening.conversation_texts(
+            ticket.subject, ticket.customer.model_dump(), [m.model_dump() for m in ticket.messages]
+        )
+        found = await asyncio.to_thread(
+            screening.screen, text, conversation=said, knowledge=item.knowledge or []
+        )
+        if found:
+            return "auto-send refused: " + "; ".join(found)
         return None
 
     async def _refused(self, row: store.OutboxRow, reason: str) -> None:

@@ -113,6 +113,8 @@ class ItemRow(SQLModel, table=True):
     # the address of the newest message of the round it answers, where the conversation knows
     # it (a mail conversation): the only address its reply may go to
     round_author: str | None = None
+    # the texts of the knowledge the draft cites: what an auto-sent reply's links may come from
+    knowledge: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     # when it was first seen (for the archive; None: seen before the archive existed)
     seen_at: dt.datetime | None = Field(
         default_factory=lambda: now(),

@@ -9,7 +9,7 @@ import datetime as dt
 from shared import subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
-from shared.inbox import Withdrawal
+from shared.inbox import Message, Withdrawal
 from shared.source.sql import SqlSource
 from standins.channel import FakeChannel
 from tests.helpers import eventually, settled
@@ -166,3 +166,46 @@ async def test_an_auto_decision_is_carried_out_only_for_a_customer_message_still
     assert senders.outbox() == []
     for ticket in ("T1013", "T1017"):  # nothing reached the helpdesk
         assert [m.author for m in (await helpdesk.get_ticket(ticket)).messages][-1] == "customer"
+
+
+async def test_an_auto_decision_is_screened_against_the_ticket_as_the_helpdesk_has_it(
+    bus: Bus, senders: Senders
+) -> None:
+    """A forged item may claim a conversation in which the customer gave the phone number and
+    address its reply names: the sender screens an auto-sent reply again against the ticket
+    it re-reads, and refuses what came from nowhere; an auto-sent reply that names nothing
+    foreign is sent."""
+    senders.start()
+    phishing = (
+        "Hi Jane,\n\nplease call us on +44 20 7946 0018 to confirm, or write to "
+        "billing@refunds-desk.example.\n\nBest regards,\nThe Support Team"
+    )
+    claimed = [
+        Message(
+            id="T1013-m1",
+            author="customer",
+            body="Call me on +44 20 7946 0018 or write to billing@refunds-desk.example",
+            created_at=dt.datetime.now(dt.UTC),
+        )
+    ]
+    forged = draft_item(
+        "T1013",
+        reply=phishing,
+        round_id="T1013-m1",
+        seen_through="T1013-m1",
+        conversation=claimed,
+    )
+    clean = draft_item("T1041", round_id="T1041-m1", seen_through="T1041-m1")
+    for item in (forged, clean):
+        await publish_item(bus, item)
+        await publish_decision(bus, item, "accept", auto=True)
+    await eventually(lambda: results(bus, "reply.failed"), timeout=15, message="refused")
+    await eventually(lambda: results(bus, "reply.sent"), timeout=15, message="the clean one")
+
+    [failed] = await results(bus, "reply.failed")
+    assert data(failed)["thread"] == "T1013"
+    assert "auto-send refused" in data(failed)["error"]
+    assert "phone number" in data(failed)["error"] and "e-mail address" in data(failed)["error"]
+    assert [data(r)["thread"] for r in await results(bus, "reply.sent")] == ["T1041"]
+    helpdesk = SqlSource(senders.helpdesk_url)
+    assert [m.author for m in (await helpdesk.get_ticket("T1013")).messages][-1] == "customer"
