@@ -3,10 +3,13 @@ example for later drafts like one a person approved; found edited, it is dropped
 
 The notice (`inbox.audited`, which only the inbox may publish) is believed no further than the
 thread's own record: the auto-sent reply its auto decision finished the round with, held by
-`memory.hold` under the thread and round, with the item id and version it was sent as. An
+`memory.hold` under the thread and round, with the item id and version it was sent as, and the
+sender's word (`reply.sent`, on a subject only the sender may publish) that it went out. An
 audit of anything else (a draft still waiting, a reply a person approved, another version, a
-reply the sender withdrew) finds no such record and plants nothing. A redelivered notice finds
-the record gone and the example already written under the round's key.
+reply the sender withdrew) finds no such record and plants nothing; a fine audit of a reply
+not reported sent waits for that report (and is dead-lettered if it never comes). A
+redelivered notice finds the record gone and the example already written under the round's
+key.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
+from shared import ids
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import BusinessReject, TransientError
@@ -50,20 +54,20 @@ class Audits:
         async with self.ledger.lease(
             f"thread:{audit.thread}", ttl=self.lease_ttl, wait=self.lease_wait
         ):
-            done = await memory.audited(
-                store,
-                audit.thread,
-                audit.round,
-                item=audit.item_id,
-                version=audit.version,
-                fine=audit.verdict == "fine",
+            found = await memory.held(
+                store, audit.thread, audit.round, item=audit.item_id, version=audit.version
             )
-            if done is not None:
+            if found is not None:
+                fine = audit.verdict == "fine"
+                if fine and not (found.get("sent") or await self._sent(audit)):
+                    # the sender has not said it went out (yet: its word may be on its way)
+                    raise TransientError(f"{audit.item_id} is not reported sent")
+                await memory.audited(store, audit.thread, audit.round, fine=fine)
                 log.info(
                     "auto-sent reply %s audited %s%s",
                     audit.item_id,
                     audit.verdict,
-                    ": kept as an example" if done else "",
+                    ": kept as an example" if fine else "",
                 )
                 return
             config = RunnableConfig(configurable={"thread_id": audit.thread})
@@ -76,6 +80,12 @@ class Audits:
                 # way, or the run it resumed was cut off): its record is not written yet
                 raise TransientError(f"{audit.item_id} is not finished here yet")
         raise BusinessReject(
-            f"no auto-sent reply of {audit.thread} was sent as {audit.item_id}",
+            f"{audit.thread} holds no auto-sent reply sent as {audit.item_id} for an audit"
+            " (none was, it was withdrawn, or it was audited already)",
             outcome="not_auto_sent",
         )
+
+    async def _sent(self, audit: Audited) -> bool:
+        """The sender's `reply.sent` for the round reached the drafter before the reply was
+        held (it is remembered for a week: `Drafter.on_result`)."""
+        return await self.ledger.seen(ids.sent(audit.thread, audit.round))

@@ -139,6 +139,8 @@ class Drafter:
             return
         if delivery.body.type == REPLY_SENT:
             await self.ledger.claim(ids.sent(thread, round_id), ttl=SENT_TTL)
+            if self.graph.store is not None:  # an auto-sent reply held for its audit went out
+                await memory.sent(self.graph.store, thread, round_id)
             await self._answered_meanwhile(thread, round_id, data.get("seen_through"))
             return
         if delivery.body.type != REPLY_WITHDRAWN:

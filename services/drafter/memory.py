@@ -118,22 +118,37 @@ async def hold(
     )
 
 
-async def audited(
-    store: BaseStore, thread: str, round_: str, *, item: str, version: int, fine: bool
-) -> bool | None:
-    """A person's audit of the auto-sent reply of `thread`'s round: fine, it is remembered as
-    an example; not, it is dropped. None when this thread holds no auto-sent reply of that
-    round sent as `item` v`version` (none was, it was withdrawn, or it was audited already).
-    Idempotent: the example is written under the round's key before the held one goes."""
+async def sent(store: BaseStore, thread: str, round_: str) -> None:
+    """The sender reported the round's reply sent: an auto-sent reply held for its audit is
+    marked so (an audit of a reply that never went out makes no example)."""
+    found = await store.aget(UNAUDITED, key(thread, round_))
+    if found is not None and not found.value.get("sent"):
+        await store.aput(UNAUDITED, key(thread, round_), {**found.value, "sent": True}, index=False)
+
+
+async def held(
+    store: BaseStore, thread: str, round_: str, *, item: str, version: int
+) -> dict[str, Any] | None:
+    """The auto-sent reply `thread` holds for its round's audit, if it was sent as `item`
+    v`version` (None: none was, it was withdrawn, or it was audited already)."""
     found = await store.aget(UNAUDITED, key(thread, round_))
     value = dict(found.value) if found is not None else {}
     if value.get("item") != item or value.get("version") != version:
         return None
+    return value
+
+
+async def audited(store: BaseStore, thread: str, round_: str, *, fine: bool) -> None:
+    """A person's audit of the auto-sent reply `thread` holds for its round (`held`): fine, it
+    is remembered as an example; not, it is dropped. Idempotent: the example is written under
+    the round's key before the held reply goes."""
+    found = await store.aget(UNAUDITED, key(thread, round_))
+    if found is None:
+        return
     if fine:
-        kept = {k: v for k, v in value.items() if k not in ("item", "version")}
+        kept = {k: v for k, v in found.value.items() if k not in ("item", "version", "sent")}
         await store.aput(NAMESPACE, key(thread, round_), kept, index=False)
     await store.adelete(UNAUDITED, key(thread, round_))
-    return fine
 
 
 def redacted(reply: str, names: Iterable[str] = ()) -> str:

@@ -569,6 +569,8 @@ def document() -> dict[str, Any]:
             "/api/items/{id}/audit": {
                 "post": {
                     "summary": "Audit an auto-sent reply: fine, or edited (it needed changes)",
+                    "description": "Once the reply is sent, the drafter is told: a reply "
+                    "found fine becomes an example for later drafts.",
                     "parameters": [_path_id("item id")],
                     "requestBody": _body(
                         {

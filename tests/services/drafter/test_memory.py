@@ -476,6 +476,17 @@ async def test_an_auto_sent_reply_is_no_example_and_examples_stay_with_their_hel
     assert (await items(bus))[3].examples == [f"T1022/{second.round}"]
 
 
+async def publish_sent(bus: Bus, item: InboxItem) -> None:
+    key = ids.outbox(item.thread, item.round, "send_reply")
+    envelope = Envelope(
+        id=f"reply.sent:{key}",
+        source="/desk/sender",
+        type="reply.sent",
+        data={"outbox_key": key, "item_id": item.id, "thread": item.thread, "round": item.round},
+    )
+    await bus.publish(subjects.result("reply.sent"), envelope.to_bytes(), msg_id=envelope.id)
+
+
 async def audit(bus: Bus, item: InboxItem, verdict: str, *, msg_id: str | None = None) -> None:
     """A person's audit of `item` as the inbox tells it (`msg_id` overrides the dedup id:
     a redelivery, or a forgery)."""
@@ -499,14 +510,15 @@ async def audit(bus: Bus, item: InboxItem, verdict: str, *, msg_id: str | None =
 async def test_an_auto_sent_reply_is_an_example_once_a_persons_audit_found_it_fine(
     bus: Bus, harness: Harness, fake_llm: FakeLLM
 ) -> None:
-    """Auto-sent replies are shown to no draft until a person's audit found one fine: then it
-    is, like a reply a person approved. One audited `edited`, one the sender withdrew, and a
-    draft a person ignored with a `fine` audit forged for it (and one for a version the
-    thread never sent) are shown to none."""
+    """Auto-sent replies are shown to no draft until a person's audit found one fine (and the
+    sender reported it sent): then it is, like a reply a person approved. One audited
+    `edited`, one the sender withdrew, one the sender never reported sent, and a draft a
+    person ignored with a `fine` audit forged for it (and one for a version the thread never
+    sent) are shown to none."""
     fake_llm.responder = billing
     harness.start()
     auto_sent: list[InboxItem] = []
-    for n, ticket in enumerate(("T1012", "T1022", "T1013"), 1):
+    for n, ticket in enumerate(("T1012", "T1022", "T1013", "T1007"), 1):
         await send_event(bus, ticket, f"evt_{n}")
         await eventually(lambda n=n: count(bus, n), timeout=20, message=f"{ticket}'s draft")
         item = (await items(bus))[-1]
@@ -514,12 +526,13 @@ async def test_an_auto_sent_reply_is_an_example_once_a_persons_audit_found_it_fi
         await publish_decision(bus, item, "accept", auto=True, reviewer="auto-send")
         await eventually(lambda: settled(bus, subjects.INBOX, "drafter-decisions"), message="auto")
         auto_sent.append(item)
-    fine, edited, withdrawn = auto_sent
+    fine, edited, withdrawn, unreported = auto_sent
+    await publish_sent(bus, fine)
     await publish_withdrawn(bus, withdrawn, "the ticket was closed")  # it never went out
     await eventually(lambda: settled(bus, subjects.RESULTS, "drafter-results"), message="result")
 
-    await send_event(bus, "T1009", "evt_4")  # "Receipt for my last payment"
-    await eventually(lambda: count(bus, 4), timeout=20, message="T1009's draft")
+    await send_event(bus, "T1009", "evt_5")  # "Receipt for my last payment"
+    await eventually(lambda: count(bus, 5), timeout=20, message="T1009's draft")
     ignored = (await items(bus))[-1]
     assert ignored.examples == []  # no auto-sent reply is shown before an audit
     assert quoted(fake_llm.requests[-1], "examples") is None
@@ -528,20 +541,21 @@ async def test_an_auto_sent_reply_is_an_example_once_a_persons_audit_found_it_fi
 
     await audit(bus, edited, "edited")
     await audit(bus, withdrawn, "fine")
+    await audit(bus, unreported, "fine")  # waits for the sender's word, then a dead letter
     await audit(bus, ignored, "fine")  # forged: no auto-send sent it
     never_sent = fine.model_copy(update={"version": fine.version + 1})
     await audit(bus, never_sent, "fine")  # forged: the thread sent no such version
     await eventually(lambda: settled(bus, subjects.INBOX, "drafter-audits"), message="audits")
-    await send_event(bus, "T1010", "evt_5")  # "Dashboard numbers don't match the export"
-    await eventually(lambda: count(bus, 5), timeout=20, message="T1010's draft")
+    await send_event(bus, "T1010", "evt_6")  # "Dashboard numbers don't match the export"
+    await eventually(lambda: count(bus, 6), timeout=20, message="T1010's draft")
     assert (await items(bus))[-1].examples == []
     assert quoted(fake_llm.requests[-1], "examples") is None
 
     await audit(bus, fine, "fine")
     await audit(bus, fine, "fine", msg_id="audited-again")  # a redelivery: the same example
     await eventually(lambda: settled(bus, subjects.INBOX, "drafter-audits"), message="fine")
-    await send_event(bus, "T1026", "evt_6")  # "Refund not received yet"
-    await eventually(lambda: count(bus, 6), timeout=20, message="T1026's draft")
+    await send_event(bus, "T1026", "evt_7")  # "Refund not received yet"
+    await eventually(lambda: count(bus, 7), timeout=20, message="T1026's draft")
     assert (await items(bus))[-1].examples == [f"T1012/{fine.round}"]
     [example] = quoted(fake_llm.requests[-1], "examples")
     reply = fine.action_request.args["reply"]
