@@ -30,6 +30,7 @@ from shared.db import make_engine
 from shared.envelope import Envelope
 from shared.inbox import AUTO_SEND, item_id
 from shared.results import REPLY_SENT, REPLY_WITHDRAWN, SOURCE_SENDER, event_id
+from shared.streams import Topology, provision
 from tests.helpers import eventually, messages
 from tests.inbox_items import draft_item, published_decisions, routed
 
@@ -404,3 +405,52 @@ async def test_an_audit_of_a_sent_reply_is_told_to_the_drafter(
     }
     # the pass that told it found the withdrawn reply's audit too, and left it untold
     assert mine & set(await told(nats_bus)) == {wanted}
+
+
+async def test_an_audit_recorded_while_the_broker_is_away_is_told_when_it_is_back(
+    tmp_path: Path,
+) -> None:
+    """The audit is recorded with its item before it is published: one made while the broker
+    is away is published by the relay once it is back, not lost."""
+    nats = NatsServer(tmp_path / "nats", sync_always=False)
+    nats.start()
+    bus = await Bus.connect(nats.url, service="test")
+    try:
+        await provision(bus.js, Topology())
+        with running_api(
+            "sqlite",
+            nats,
+            tmp_path / "inbox",
+            DESK_ADMINS='["reviewer"]',
+            DESK_AUTOSEND_EVIDENCE="3",
+            DESK_AUTOSEND_AUDIT="1",
+            DESK_RELAY_INTERVAL="0.5",
+        ) as api:
+            for _ in range(3):
+                await decide(api, bus, "accept")
+            assert (await turn(api, True, PASSED)).status_code == 200
+            item = await routed(bus, draft_item(ticket(), category="refund"))
+            await waiting(api, bus, item)
+            await eventually(lambda: handled(bus), message="auto-sent")
+            key = f"{item.thread}/{item.round}/send_reply"
+            await publish_result(bus, REPLY_SENT, item, key)
+
+            async def sent() -> bool:
+                return (await stored(api, item.id) or {}).get("status") == "sent"
+
+            await eventually(sent, message="sent")
+
+            nats.stop()
+            async with api.client() as client:
+                audited = await client.post(f"/api/items/{item.id}/audit", json={"verdict": "fine"})
+                assert audited.status_code == 200, audited.text
+            nats.restart()
+            wanted = ids.audited(item.thread, item.round, item.version)
+
+            async def is_told() -> bool:
+                return bus.connected and wanted in await told(bus)
+
+            await eventually(is_told, timeout=30, message="the audit told after the outage")
+    finally:
+        await bus.close()
+        nats.kill()
