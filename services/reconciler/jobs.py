@@ -86,9 +86,7 @@ class Jobs:
         text = report.render(built)
         await report.publish(self.bus, built, now)
         if s.slack_webhook_url:
-            await report.post_to_slack(
-                s.slack_webhook_url.get_secret_value(), text, s.chat_format
-            )
+            await report.post_to_slack(s.slack_webhook_url.get_secret_value(), text, s.chat_format)
         await self.bookmarks.set_time(LAST_REPORT, now)
         return text
 
