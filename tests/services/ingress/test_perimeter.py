@@ -343,8 +343,8 @@ async def test_two_different_mails_with_the_same_message_id_are_both_recorded(
             imap_password=SecretStr(imap_server.password),
         )
     )
-    assert await poll_once(mailbox, events, "email") == 2
-    assert await poll_once(mailbox, events, "email") == 0  # both flagged seen
+    assert (await poll_once(mailbox, events, "email")).stored == 2
+    assert (await poll_once(mailbox, events, "email")).stored == 0  # both flagged seen
 
     own = message_id.strip("<>")
     found = [

@@ -62,5 +62,7 @@ async def test_exported_spans_carry_no_message_id(module_nats: NatsServer, tmp_p
         assert local not in shown and "customer.example" not in shown, shown
         assert "@" not in shown, shown
     mark = telemetry.scrub(message_id)
-    ids = [s.attributes.get("messaging.message.id", "") for s in spans]
-    assert all(mark in i for i in ids if i), ids  # the same mail, the same mark, in every hop
+    # the broker may hold other tests' events, which the router also handles: this mail's hops
+    ids = [str(s.attributes.get("messaging.message.id", "")) for s in spans]
+    ours = [i for i in ids if mark in i]  # the same mail, the same mark, in every hop:
+    assert len(ours) >= 3, ids  # ingress's publish, the router's delivery and its publish
