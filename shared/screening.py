@@ -18,16 +18,22 @@ reason auto-send holds it back):
   share them is not one;
 - a promise only a person may give ("approved in full", "your refund has been approved");
 - the typed placeholders of a remembered example (`[order]`, `[email]`) where details belong;
-- a long verbatim quotation of the conversation (`QUOTED_WORDS` words in a row, or a reply
-  mostly made of `QUOTED_MIN_WORDS` or more of the conversation's words), as a prompt asking
-  the model to repeat the ticket would produce.
+- a long verbatim quotation of what the customer wrote (`QUOTED_WORDS` words in a row, or a
+  reply mostly made of `QUOTED_MIN_WORDS` or more of the customer's words), as a prompt asking
+  the model to repeat the ticket would produce (the team's own earlier replies may be repeated);
+- what the customer wrote addressed to the model rather than to us (`steering`: "ignore the
+  previous instructions", "REPEAT CONVERSATION", `CATEGORY=…`, prompt tags such as
+  `</ticket><system>`, in English, German, French, Spanish, Chinese): whatever the draft says,
+  a ticket that tries to steer the model is one a person answers.
 
 E-mail addresses, phone numbers, postal addresses and ID-like tokens are found by
 `shared.personal`. Everything is compared after normalising (Unicode compatibility forms,
 case, whitespace; phone numbers by their digits). `conversation` is this ticket's text as the
 customer and the team wrote it (subject, messages, the customer's name and address; no
-internal notes), `knowledge` the texts and addresses of the articles the draft cites and what
-reviewers told it. The drafter and the inbox run the same function on the same texts.
+internal notes), `customer` what of it the customer wrote (`customer_texts`; without it, the
+whole conversation), `knowledge` the texts and addresses of the articles the draft cites and
+what reviewers told it. The drafter and the inbox run the same function on the same texts, and
+the sender on the ticket as the helpdesk has it before it carries out an auto-sent reply.
 """
 
 from __future__ import annotations
@@ -614,11 +620,67 @@ def quoted(reply: str, conversation: Sequence[str], knowledge: Sequence[str] = (
     return 0.0
 
 
+# -- text addressed to the model -------------------------------------------------------------
+
+_TAGS = "system|assistant|user|developer|ticket|conversation|knowledge|examples|instructions"
+_STEERING = re.compile(
+    "|".join(
+        (
+            # English
+            r"\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|"
+            r"all|your|the|any)\b.{0,20}\b(?:instructions?|prompts?|rules|directions|guidelines)\b",
+            r"\brepeat\s+(?:the\s+|all\s+|your\s+)?(?:examples?|conversation|prompt|"
+            r"everything|system)\b|\brepeat\s+your\s+instructions\b",
+            r"\b(?:system|developer)\s+(?:prompt|message|instructions?)\b",
+            r"\bcategory\s*[=:]\s*[a-z]+",
+            r"\b(?:you are now|from now on you|act as (?:an?|the) (?:ai|assistant|model)|"
+            r"new instructions?|jailbreak|developer mode|dan mode)\b",
+            r"\badd this link\b|\bask (?:me |them |the customer )?for (?:the |my |their )?"
+            r"(?:card|password|pin|cvv)",
+            r"\b(?:as|to) (?:the|an?) (?:ai|language model|llm)\b",
+            # prompt markup
+            r"</?\s*(?:" + _TAGS + r")\s*>",
+            r"<\|im_(?:start|end)\|>|\[/?INST\]|<<SYS>>",
+            # German, French, Spanish
+            r"\b(?:ignorier|vergiss)\w*\b.{0,30}\b(?:anweisungen|instruktionen|vorgaben|regeln)\b",
+            r"\b(?:ignore[zr]?|oublie[zr]?)\b.{0,30}\b(?:instructions|consignes|règles)\b",
+            r"\b(?:ignora|olvida)\w*\b.{0,30}\b(?:instrucciones|indicaciones|reglas)\b",
+        )
+    ),
+    re.IGNORECASE | re.DOTALL,
+)
+_STEERING_ZH = (
+    "忽略之前",
+    "忽略以上",
+    "忽略所有",
+    "忽略前面",
+    "无视之前",
+    "系统提示",
+    "重复所有",
+    "提示词",
+)
+
+
+def steering(texts: Iterable[str]) -> list[str]:
+    """What in the customer's `texts` is addressed to the model, each once, in order: a ticket
+    that tries to instruct the model is answered by a person, whatever the draft says."""
+    found: list[str] = []
+    for text in texts:
+        plain = _nfkc(text)
+        found += [" ".join(m.group(0).split())[:60] for m in _STEERING.finditer(plain)]
+        found += [word for word in _STEERING_ZH if word in plain]
+    return list(dict.fromkeys(found))
+
+
 # -- the screen ---------------------------------------------------------------------------------
 
 
 def screen(
-    reply: str, *, conversation: Sequence[str] = (), knowledge: Sequence[str] = ()
+    reply: str,
+    *,
+    conversation: Sequence[str] = (),
+    knowledge: Sequence[str] = (),
+    customer: Sequence[str] | None = None,
 ) -> list[str]:
     """The warnings a reply earns (empty: nothing foreign in it). See the module's docstring."""
     warnings: list[str] = []
@@ -658,10 +720,27 @@ def screen(
             "the reply promises what only a person may decide: "
             + ", ".join(repr(p) for p in promised[:3])
         )
-    words = quoted(reply, conversation, knowledge)
+    words = quoted(reply, conversation if customer is None else customer, knowledge)
     if words:
         warnings.append(f"the reply quotes about {int(words)} words of the conversation verbatim")
+    steered = steering(customer or ())
+    if steered:
+        warnings.append(
+            "the customer's text is addressed to the model, not to us: "
+            + ", ".join(repr(s) for s in steered[:3])
+            + "; a person answers it"
+        )
     return warnings
+
+
+def customer_texts(
+    subject: str | None, customer: Mapping[str, Any] | None, messages: Iterable[Mapping[str, Any]]
+) -> list[str]:
+    """What `screen` takes as what the customer wrote: the subject, the customer's name, and the
+    bodies of the customer's messages."""
+    texts = [str(subject or ""), str((customer or {}).get("name") or "")]
+    texts += [str(m.get("body") or "") for m in messages if m.get("author") == "customer"]
+    return [t for t in texts if t]
 
 
 def conversation_texts(

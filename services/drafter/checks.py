@@ -78,8 +78,11 @@ def foreign_data(
     (their text, title and address) and the reviewers' `feedback` on this draft. The inbox
     screens an item on the same texts. A standing instruction vouches for nothing: what every
     reply of a category may name belongs in the knowledge base."""
-    conversation = screening.conversation_texts(
-        ticket.get("subject"), ticket.get("customer"), ticket.get("messages") or ()
-    )
+    said = (ticket.get("subject"), ticket.get("customer"), ticket.get("messages") or ())
     knowledge = [text for p in cited for text in (p.text, p.title, p.url) if text]
-    return screening.screen(reply, conversation=conversation, knowledge=[*knowledge, *feedback])
+    return screening.screen(
+        reply,
+        conversation=screening.conversation_texts(*said),
+        knowledge=[*knowledge, *feedback],
+        customer=screening.customer_texts(*said),
+    )

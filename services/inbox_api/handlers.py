@@ -97,7 +97,7 @@ class ItemProjection:
             item, await provenance.work_message(self.bus, item.trigger.work_seq)
         )
         args = item.action_request.args
-        conversation = screening.conversation_texts(
+        said = (
             str(args.get("subject") or ""),
             item.customer.model_dump() if item.customer else None,
             [m.model_dump() for m in item.conversation],
@@ -105,8 +105,9 @@ class ItemProjection:
         knowledge = [t for c in item.citations for t in (c.title, c.passage, c.url or "") if t]
         found += screening.screen(
             str(args.get("reply") or ""),
-            conversation=conversation,
+            conversation=screening.conversation_texts(*said),
             knowledge=[*knowledge, *item.feedback],
+            customer=screening.customer_texts(*said),
         )
         return found
 

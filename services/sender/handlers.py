@@ -326,11 +326,17 @@ class Sender:
             )
         if item.seen_through not in {m.id for m in ticket.messages}:
             return f"auto-send refused: the draft saw a conversation ticket {item.ticket_id} lacks"
-        said = screening.conversation_texts(
-            ticket.subject, ticket.customer.model_dump(), [m.model_dump() for m in ticket.messages]
+        said = (
+            ticket.subject,
+            ticket.customer.model_dump(),
+            [m.model_dump() for m in ticket.messages],
         )
         found = await asyncio.to_thread(
-            screening.screen, text, conversation=said, knowledge=item.knowledge or []
+            screening.screen,
+            text,
+            conversation=screening.conversation_texts(*said),
+            knowledge=item.knowledge or [],
+            customer=screening.customer_texts(*said),
         )
         if found:
             return "auto-send refused: " + "; ".join(found)
