@@ -103,7 +103,7 @@ def decide(
             if row.status == "withdrawn":
                 raise Conflict(f"this draft was withdrawn: {row.withdrawn_reason or 'no reason'}")
             raise Conflict(f"this item is {row.status}, not waiting for a decision")
-        given: list[int] | None = None  # an auto decision: the instructions the draft was given
+        given: list[int] | None = None  # an auto decision: the instructions in force
         if auto is not None:
             if not auto(session, row):
                 raise Conflict("auto-send does not apply to this item")

@@ -252,23 +252,22 @@ def guarded(session: Session) -> bool:
 
 
 def approved_ids(session: Session, item: ItemRow) -> list[int] | None:
-    """The ids of the standing instructions `item`'s draft says it was given, when an admin
-    approved every one of them as it reads now; None when any was not (the draft waits for a
-    person). Checked in the transaction that auto-sends it."""
-    given = item.instructions or []
-    if not given:
-        return []
+    """The ids of the standing instructions in force when `item` is auto-sent: every approved
+    one, of every category (a draft is shown them all); None when the draft says it was given
+    one no admin approved as it reads now (it waits for a person). Checked in the transaction
+    that auto-sends it."""
     rows = session.exec(
-        select(InstructionRow).where(
-            InstructionRow.category == item.category,
+        select(InstructionRow)
+        .where(
             InstructionRow.status == "active",
             col(InstructionRow.approved_by).is_not(None),
         )
+        .order_by(col(InstructionRow.id))
     ).all()
-    approved = {r.text: r.id for r in rows}
-    if any(text not in approved for text in given):
+    approved = {r.text for r in rows}
+    if any(text not in approved for text in item.instructions or []):
         return None
-    return [int(approved[text] or 0) for text in given]
+    return [int(r.id or 0) for r in rows]
 
 
 def guidance(engine: Engine) -> Guidance:

@@ -477,11 +477,18 @@ def test_what_drafts_of_an_auto_send_category_are_given_is_what_an_admin_approve
     written = store.write_instruction(engine, "billing", "Name the last 4 digits.", "rita")
     assert written["status"] == "pending"
     assert given() == ["Say 5 days."]
+    store.approve_instruction(engine, written["id"], "ada")
+    assert given() == ["Name the last 4 digits.", "Say 5 days."]
+    with Session(engine) as session:  # an auto decision records every instruction in force
+        row = session.get(ItemRow, item.id)
+        assert row is not None
+        row.instructions = ["Say 5 days."]
+        assert approved_ids(session, row) == [learned["id"], written["id"]]
 
     store.autosend.change(engine, "refund", False, "ada", store.autosend.Policy())
     off = store.change_instruction(engine, learned["id"], "rita", text="Say five days.")
     assert (off["text"], off["approved_by"]) == ("Say five days.", None)  # in force at once
-    assert given() == ["Say five days."]
+    assert given() == ["Name the last 4 digits.", "Say five days."]
     store.change_instruction(engine, learned["id"], "rita", remove=True)
-    assert given() == []  # what still waits for an admin waits
+    assert given() == ["Name the last 4 digits."]
     engine.dispose()
