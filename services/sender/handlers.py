@@ -277,9 +277,10 @@ class Sender:
             await self._write_and_deliver(row, result, item)
         self.relay.wake()
 
-    async def _record_reply(self, row: store.OutboxRow) -> None:
-        """The sent reply in the ticket's conversation (idempotent: one message per key)."""
-        if self.recorder is None or not row.ticket_id:
+    async def _record_reply(self, row: store.OutboxRow, item: store.ItemRow) -> None:
+        """The sent reply in the ticket's conversation (idempotent: one message per key); a mail
+        conversation is no helpdesk ticket (the drafter keeps its conversation)."""
+        if self.recorder is None or not row.ticket_id or item.in_helpdesk is False:
             return
         message_id = f"{row.ticket_id}-desk-{row.round or 'r1'}"
         try:
@@ -388,11 +389,11 @@ class Sender:
         key = row.key
         created = await asyncio.to_thread(store.record, self.engine, row, result)
         if created and row.delivery == "delivered":
-            await self._record_reply(row)
+            await self._record_reply(row, item)
         if not created:
             existing = await asyncio.to_thread(store.get_outbox, self.engine, key)
             if existing is not None and existing.delivery == "delivered":
-                await self._record_reply(existing)  # a crash may have come between the two
+                await self._record_reply(existing, item)  # a crash may have come between
             if existing is None or existing.delivery in ("delivered", "failed", "withdrawn"):
                 if existing is not None and existing.item_id != row.item_id:
                     await self._settled_by_another(row, existing)
