@@ -415,7 +415,8 @@ class InboxApiSettings(DeskSettings):
     relay_interval: float = Field(default=5.0, gt=0, description="seconds between republish scans")
     admins: list[str] = Field(
         default_factory=list,
-        description="JSON list of reviewer names who may turn auto-send on or off for a category",
+        description="JSON list of reviewer names who may turn auto-send on or off for a category "
+        "and approve standing instructions while it is on",
     )
     autosend_evidence: int = Field(
         default=200, ge=1, description="the last N decisions of a category auto-send is judged on"
