@@ -38,6 +38,7 @@ the sender on the ticket as the helpdesk has it before it carries out an auto-se
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -179,6 +180,11 @@ def _known_tld(tld: str, rest: str) -> bool:
 def links(text: str) -> list[Link]:
     """The links, bare domains and IP addresses in `text` (undisguised first), in order; the
     addresses a link's query names too (`site.com/go?to=evil.io`)."""
+    return list(_links(text))
+
+
+@functools.lru_cache(maxsize=4096)  # the knowledge passages are read for every draft
+def _links(text: str) -> tuple[Link, ...]:
     text = undisguised(text)
     found: list[Link] = []
     masked = text
@@ -197,7 +203,7 @@ def links(text: str) -> list[Link]:
         if _known_tld(m.group(2), m.group(3)):
             found.append(_link(m.group(1), m.group(3)))
             found += _inner(m.group(3))
-    return list(dict.fromkeys(found))
+    return tuple(dict.fromkeys(found))
 
 
 def _inner(rest: str) -> list[Link]:
@@ -302,10 +308,17 @@ def _same_phone(a: str, b: str) -> bool:
 _DIGIT_RUN = re.compile(r"\+?\d[\d\s().\-/]{5,}\d")
 
 
-def _personal(text: str) -> list[Any]:
+def _personal(text: str) -> tuple[Any, ...]:
+    return _spans(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _spans(text: str) -> tuple[Any, ...]:
+    """`shared.personal.spans`, kept for the texts screened again and again: the same knowledge
+    passages and conversation for every draft of a ticket, at the drafter, inbox and sender."""
     from shared import personal
 
-    return list(personal.spans(text))
+    return tuple(personal.spans(text))
 
 
 def _hint(kind: str, value: str) -> str:
