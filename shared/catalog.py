@@ -42,6 +42,7 @@ from .settings import (
 LEDGER = "ledger"  # every service's own processed-ledger bucket (see `ledger_bucket`)
 STATE = "desk_state"  # the reconciler's cursors and last-run times
 GUIDANCE = "desk_guidance"  # the standing instructions the inbox learns (shared.guidance)
+MODEL = "desk_model"  # the model endpoint's state as the drafter sees it (shared.outage)
 
 
 def ledger_bucket(service: str) -> str:
@@ -146,7 +147,7 @@ DRAFTER = ServiceSpec(
         ConsumerSpec("drafter-audits", subjects.INBOX, (subjects.INBOX_AUDITED,)),
     ),
     publishes=DRAFTER_PUBLISHES,
-    kv_writes=(LEDGER,),
+    kv_writes=(LEDGER, MODEL),  # MODEL: whether the model answers (the inbox's banner)
     kv_reads=(GUIDANCE,),  # the standing instructions each draft is given
     tables=(
         "checkpoints",
@@ -172,6 +173,7 @@ INBOX_API = ServiceSpec(
     reads=(subjects.DLQ, subjects.EVENTS, subjects.WORK, subjects.INBOX, subjects.RESULTS),
     deletes=(subjects.DLQ,),
     kv_writes=(GUIDANCE,),
+    kv_reads=(MODEL,),  # drafts delayed while the model is down: a banner for reviewers
     tables=(
         "inbox_items",
         "inbox_decisions",

@@ -55,7 +55,11 @@ class InterruptConfig(BaseModel):
 DRAFT_CONFIG = InterruptConfig(
     allow_ignore=True, allow_respond=True, allow_edit=True, allow_accept=True
 )
-NOTIFY_CONFIG = InterruptConfig(allow_ignore=True)
+# an escalation: a supervisor acknowledges it, or takes it and writes the reply themselves
+NOTIFY_CONFIG = InterruptConfig(allow_ignore=True, allow_edit=True)
+# no draft (the model failed on this ticket): a person writes the reply (edit), or asks the model
+# to try again with what they say (respond); nothing to accept
+WRITE_CONFIG = InterruptConfig(allow_ignore=True, allow_respond=True, allow_edit=True)
 
 
 # A work queue's name (routing rules put work in one; reviewers belong to queues).
@@ -133,6 +137,8 @@ class InboxItem(BaseModel):
     ticket_status: str | None = None
     priority: str | None = None
     in_helpdesk: bool = True  # False for a mail conversation: there is no ticket to re-read
+    # why there is no draft (the model failed on this ticket): a person writes the reply
+    no_draft: str | None = None
 
 
 class Withdrawal(BaseModel):
