@@ -18,10 +18,10 @@ from typing import Any, Literal
 import httpx
 
 from shared import answers, mail
+from shared.breaker import CircuitBreaker
 from shared.errors import Unavailable
 from shared.signatures import standard_sign
 
-from .breaker import CircuitBreaker
 from .ratelimit import TokenBucket
 from .store import OutboxRow
 

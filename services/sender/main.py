@@ -10,6 +10,7 @@ import logging
 from sqlalchemy.engine import Engine
 
 from shared import subjects
+from shared.breaker import BreakerSettings, CircuitBreaker
 from shared.db import database_url, make_engine, reachable
 from shared.inbox import Decision, InboxItem, Notice, Withdrawal
 from shared.ledger import Ledger
@@ -18,7 +19,6 @@ from shared.settings import ConfigError, SenderSettings
 from shared.source.configured import open_configured
 
 from . import archive, notifications, store
-from .breaker import BreakerSettings, CircuitBreaker
 from .channel import WebhookChannel
 from .handlers import Sender
 from .notifier import Notifier, SlackWebhook

@@ -36,6 +36,7 @@ from prometheus_client import Counter
 from sqlalchemy.engine import Engine
 
 from shared import answers, chat, ids, jsonpath, subjects
+from shared.breaker import CircuitBreaker
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError
@@ -47,7 +48,6 @@ from shared.source import SourceSystem, Ticket
 from shared.source.events import TicketRef, ticket_ref
 
 from . import notifications
-from .breaker import CircuitBreaker
 from .ratelimit import TokenBucket
 from .relay import Relay
 from .store import ResultRow, now

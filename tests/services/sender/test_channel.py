@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from services.sender.breaker import BreakerSettings, CircuitBreaker
 from services.sender.channel import WebhookChannel
 from services.sender.ratelimit import TokenBucket
 from services.sender.store import OutboxRow
+from shared.breaker import BreakerSettings, CircuitBreaker
 from standins.channel import FakeChannel
 
 ROW = OutboxRow(

@@ -16,10 +16,10 @@ from markdown_it import MarkdownIt
 
 from desk.helpdesk import ensure_demo
 from services.sender import notifications
-from services.sender.breaker import BreakerSettings, CircuitBreaker
 from services.sender.notifier import SlackWebhook, message
 from services.sender.ratelimit import TokenBucket
 from shared import chat, ids, subjects
+from shared.breaker import BreakerSettings, CircuitBreaker
 from shared.bus import Bus
 from shared.db import database_url, make_engine
 from shared.envelope import Envelope

@@ -1,4 +1,5 @@
-"""A circuit breaker for one delivery channel: a pure state machine, the clock passed in.
+"""A circuit breaker for one dependency (a delivery channel, the model): a pure state machine,
+the clock passed in.
 
 Closed, it lets every call through and remembers the last `window` outcomes; once at least
 `min_samples` of them are in and the share of failures reaches `failure_rate`, it opens. Open,

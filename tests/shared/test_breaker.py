@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.sender.breaker import BreakerSettings, CircuitBreaker
+from shared.breaker import BreakerSettings, CircuitBreaker
 
 
 class FakeClock:
