@@ -26,6 +26,15 @@ async def _healthy(client: httpx.AsyncClient, url: str) -> bool:
     return answer.status_code == 200
 
 
+async def _degraded(client: httpx.AsyncClient, url: str) -> dict[str, str]:
+    """What the service says is impaired (`/readyz`'s `degraded`: the model down)."""
+    try:
+        found = (await client.get(f"{url}/readyz")).json().get("degraded") or {}
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
 async def collect(var_dir: Path) -> dict[str, Any]:
     path = Path(var_dir).resolve() / STATE_FILE
     try:
@@ -39,12 +48,21 @@ async def collect(var_dir: Path) -> dict[str, Any]:
     services = state["services"]
     async with httpx.AsyncClient(timeout=2.0) as client:
         health = await asyncio.gather(*(_healthy(client, s["ops_url"]) for s in services.values()))
+        degraded = await asyncio.gather(
+            *(_degraded(client, s["ops_url"]) for s in services.values())
+        )
     return {
         "nats_url": state["nats_url"],
         "credentials": state["credentials"],
         "services": {
-            name: {"url": s["url"], "ops_url": s["ops_url"], "healthy": ok, "pid": s["pid"]}
-            for (name, s), ok in zip(services.items(), health, strict=True)
+            name: {
+                "url": s["url"],
+                "ops_url": s["ops_url"],
+                "healthy": ok,
+                "pid": s["pid"],
+                "degraded": impaired,
+            }
+            for (name, s), ok, impaired in zip(services.items(), health, degraded, strict=True)
         },
     }
 
@@ -55,4 +73,6 @@ def render(status: dict[str, Any]) -> str:
         mark = "healthy" if s["healthy"] else "DOWN"
         public = s["url"] or "-"
         lines.append(f"{name:<12} {public:<26} ops {s['ops_url']:<26} pid {s['pid']!s:<8} {mark}")
+        for what, why in (s.get("degraded") or {}).items():
+            lines.append(f"{'':<12} {what}: {why}")
     return "\n".join(lines)

@@ -33,20 +33,23 @@ from starlette.routing import BaseRoute, Route
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 ReadyCheck = Callable[[], Awaitable[dict[str, bool]]]
+# what is impaired without making the service unready (the model down: drafts wait)
+Degraded = Callable[[], Mapping[str, str]]
 ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
 
 
-def health_routes(ready: ReadyCheck) -> list[BaseRoute]:
+def health_routes(ready: ReadyCheck, degraded: Degraded | None = None) -> list[BaseRoute]:
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
         checks = await ready()
         ok = all(checks.values())
-        return JSONResponse(
-            {"status": "ready" if ok else "not ready", "checks": checks},
-            status_code=200 if ok else 503,
-        )
+        body: dict[str, Any] = {"status": "ready" if ok else "not ready", "checks": checks}
+        impaired = dict(degraded()) if degraded is not None else {}
+        if impaired:
+            body["degraded"] = impaired
+        return JSONResponse(body, status_code=200 if ok else 503)
 
     async def metrics(request: Request) -> Response:
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
@@ -214,6 +217,8 @@ def make_app(
     return Starlette(routes=list(routes), exception_handlers=handlers)
 
 
-def make_ops_app(ready: ReadyCheck) -> Starlette:
-    """The ops app: `/healthz`, `/readyz` and `/metrics`, for probes and Prometheus only."""
-    return make_app(health_routes(ready))
+def make_ops_app(ready: ReadyCheck, degraded: Degraded | None = None) -> Starlette:
+    """The ops app: `/healthz`, `/readyz` and `/metrics`, for probes and Prometheus only.
+    `/readyz` also says what is `degraded` (it stays ready: the service takes work, which
+    waits for what is impaired)."""
+    return make_app(health_routes(ready, degraded))

@@ -55,6 +55,7 @@ class Service:
         exception_handlers: Mapping[Any, ExceptionHandler] | None = None,
         state: Mapping[str, Any] | None = None,
         checks: Mapping[str, Callable[[], Awaitable[bool]]] | None = None,
+        degraded: Callable[[], Mapping[str, str]] | None = None,
     ) -> None:
         self.settings = settings
         self.checks = dict(checks or {})  # more of /readyz: what else the service depends on
@@ -63,7 +64,7 @@ class Service:
         self.runtimes: list[ConsumerRuntime] = []
         # health and metrics: probes and Prometheus only, never behind the public port
         self.ops = HttpServer(
-            make_ops_app(self.ready_checks),
+            make_ops_app(self.ready_checks, degraded),
             settings.http_host,
             settings.ops_port,
             grace=settings.drain_timeout,

@@ -300,6 +300,26 @@ class DrafterSettings(HelpdeskSettings):
         le=512,
         description="model calls in flight at once (halved on a 429, grown back as calls answer)",
     )
+    llm_down_after: int = Field(
+        default=3,
+        ge=1,
+        le=100,
+        description="consecutive failed model calls (no connection, timeout, 5xx, 429, refused "
+        "credentials) after which the model counts as down: tickets wait, one call probes it",
+    )
+    llm_probe_interval: float = Field(
+        default=15.0,
+        gt=0,
+        le=600,
+        description="seconds between probes of a model that is down",
+    )
+    llm_ticket_failures: int = Field(
+        default=5,
+        ge=1,
+        le=100,
+        description="failed calls for one ticket while the model answers others, after which "
+        "the ticket goes to the inbox without a draft (a person writes the reply)",
+    )
     llm_price_input: float = Field(default=0.0, ge=0, description="USD per million input tokens")
     llm_price_output: float = Field(default=0.0, ge=0, description="USD per million output tokens")
     llm_output: Literal["auto", "tool", "json_schema", "json"] = Field(

@@ -326,6 +326,9 @@ class FakeLLM:
         self.refusal_status = refusal_status
         self.refusal_message = refusal_message
         self.responder: Responder = default_responder
+        self.outage: Literal["error", "hang"] | None = None  # `down()`
+        self.outage_status = 500
+        self.outage_seconds = 60.0
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
         self._steps: deque[_Step] = deque()
@@ -349,7 +352,7 @@ class FakeLLM:
         return f"{self._server.base_url}/v1"
 
     def start(self, timeout: float = 10.0) -> FakeLLM:
-        self._server.start(timeout)
+        self._server.start(timeout, port=self._server.port)  # after `stop`: the same port
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -382,6 +385,20 @@ class FakeLLM:
     def hang_next(self, seconds: float, times: int = 1) -> None:
         """The next `times` requests sleep `seconds` before getting the default answer."""
         self._push(_Step("hang", times, seconds=seconds))
+
+    def down(
+        self, how: Literal["error", "hang"] = "error", *, status: int = 500, seconds: float = 60.0
+    ) -> None:
+        """An outage until `restore()`: every request gets HTTP `status` ("error"), or hangs
+        `seconds` before its answer ("hang"). (A server that refuses connections: `stop()`,
+        then `start()` again on the same port.)"""
+        with self._lock:
+            self.outage, self.outage_status, self.outage_seconds = how, status, seconds
+
+    def restore(self) -> None:
+        """The outage is over: requests are answered again."""
+        with self._lock:
+            self.outage = None
 
     def answer_text_next(self, text: str, times: int = 1) -> None:
         """The next `times` requests get plain assistant `text`, no tool call."""
@@ -456,6 +473,13 @@ class FakeLLM:
             if busy:
                 self.refused_busy += 1
         try:
+            if self.outage == "error":
+                self._take({"outage": self.outage_status}, step=False)
+                status = self.outage_status
+                return JSONResponse(error_body(status), status)
+            if self.outage == "hang":
+                self._take({"outage": "hang"}, step=False)
+                await self._server.sleep(self.outage_seconds)
             if busy:
                 headers = {}
                 if self.busy_retry_after is not None:

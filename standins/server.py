@@ -47,7 +47,8 @@ class ThreadedServer:
             raise RuntimeError(f"{self.name} is not started")
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 10.0) -> ThreadedServer:
+    def start(self, timeout: float = 10.0, *, port: int = 0) -> ThreadedServer:
+        """Serve on `port` (0: a free one; the port it served on before: back after `stop`)."""
         if self._thread is not None:
             raise RuntimeError(f"{self.name} already started")
         # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted connections only when
@@ -55,7 +56,7 @@ class ThreadedServer:
         # (Nagle + delayed ACK).
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", port))
         self._socket = sock
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(

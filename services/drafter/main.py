@@ -7,8 +7,9 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import socket
 
-from shared import guidance
+from shared import guidance, outage
 from shared.errors import DeskError
 from shared.inbox import Audited, Decision
 from shared.ledger import Ledger
@@ -41,7 +42,10 @@ async def run(settings: DrafterSettings) -> None:
         )
         graph = build_graph().compile(checkpointer=storage.checkpointer, store=storage.store)
         checks = {"database": functools.partial(reachable, storage.checkpointer)}
-        svc = await stack.enter_async_context(Service(settings, checks=checks))
+        health = deps.health
+        svc = await stack.enter_async_context(
+            Service(settings, checks=checks, degraded=health.degraded if health else None)
+        )
         if isinstance(model, OfflineDraftModel):
             log.info("no LLM endpoint configured: drafting with the built-in offline model")
         else:
@@ -60,6 +64,9 @@ async def run(settings: DrafterSettings) -> None:
             )
         if svc.bus is None:
             return
+        if health is not None:  # for the inbox's banner: drafts wait while the model is down
+            writer = outage.Writer(svc.bus.js, f"{svc.name}-{socket.gethostname()}")
+            svc.every(5.0, functools.partial(health.report, writer), name="model state")
         ledger = await Ledger.open(svc.bus.js, svc.name, keep=settings.archive_seconds)
         drafter = Drafter(
             svc.bus,

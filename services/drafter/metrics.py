@@ -48,3 +48,21 @@ THREADS_PRUNED = Counter(
     "desk_drafter_threads_pruned_total",
     "Finished threads deleted from the checkpoints after DESK_THREAD_RETENTION_DAYS.",
 )
+
+# the model endpoint's health (services/drafter/health.py)
+MODEL_UP = Gauge(
+    "desk_model_up",
+    "1 while the model endpoint answers, 0 while it counts as down (tickets wait for it).",
+)
+MODEL_UP.set(1)
+MODEL_FAILURES = Counter(
+    "desk_model_failures_total",
+    "Failed model calls, by what failed (unreachable, timeout, server, overloaded, refused).",
+    ["kind"],
+)
+for _kind in ("unreachable", "timeout", "server", "overloaded", "refused"):
+    MODEL_FAILURES.labels(_kind)
+NO_DRAFT = Counter(
+    "desk_drafter_no_draft_total",
+    "Tickets sent to the inbox without a draft because the model failed on them.",
+)

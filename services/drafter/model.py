@@ -14,12 +14,17 @@ How the Draft comes back is `DESK_LLM_OUTPUT`:
 Whatever the mode, an answer is read the same way: the Draft tool call if there is one, else
 one JSON object in the text (inside a ```json fence or text around it is tolerated).
 
-Client retries are off (retrying is the bus's job); foreign errors are mapped here, once, by
-`shared.answers`' rule: 408/409/425/5xx, timeouts and connection errors → `TransientError`
-(honouring Retry-After, seconds or an HTTP-date); a 429 → `Unavailable` (the endpoint is full:
-the delivery waits out its Retry-After in place, spending no attempt, and the drafter's
-`Limiter` halves its calls in flight); 401/403 and other 4xx → `PermanentError`, naming
-`DESK_LLM_OUTPUT` when an explicit mode is refused.
+Client retries are off (retrying is the bus's job); foreign errors are mapped here, once.
+What is an outage of the endpoint — no connection, a timeout, 408/409/425/5xx, a 429 (the
+drafter's `Limiter` halves its calls in flight and waits out the Retry-After), refused
+credentials or path (401/402/403/404/405), an explicit `DESK_LLM_OUTPUT` mode refused — is an
+`EndpointFailure`, which the drafter's `Health` (its breaker) turns into waiting; a refusal of
+this prompt's content (400, 413, 422) is `ModelFailed`: a person writes that ticket's reply.
+Without a `Health` (`desk eval`, `desk shadow`) an outage is a `TransientError` (a 429:
+`Unavailable`; refused credentials: `PermanentError`).
+
+After a mode was left, auto asks the stronger modes again once the endpoint came back from an
+outage, or after `RETRY_MODES_AFTER` seconds: a spell of bad answers does not decide for good.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -43,6 +49,7 @@ from shared import answers
 from shared.errors import DeskError, PermanentError, TransientError, Unavailable
 from shared.settings import DrafterSettings
 
+from .health import RETRY_MODES_AFTER, EndpointFailure, Health, ModelFailed
 from .limiter import Call, Limiter
 from .offline import OfflineDraftModel
 from .prompt import JSON_ANSWER, Draft
@@ -141,12 +148,27 @@ class _Endpoint:
     reading the answer here gives the same outcomes."""
 
     model: BaseChatModel  # held, so its id() is not reused while the entry lives
-    mode: Mode = "tool"  # auto: the mode asked first now (only ever moves down MODES)
+    mode: Mode = "tool"  # auto: the mode asked first now (moves down MODES; see `renew`)
     confirmed: Mode | None = None  # auto: the mode last logged as chosen
     left: list[str] = field(default_factory=list)  # auto: why earlier modes were left
     bound: dict[Mode, Runnable[Any, BaseMessage]] = field(default_factory=dict)
     # its HTTP client takes and gives back a call's slot itself (`make_model`'s hooks)
     hooked: bool = False
+    left_at: float = 0.0  # auto: when a mode was last left (monotonic)
+    recoveries: int = 0  # auto: the endpoint's recoveries from outages when it was left
+
+    def renew(self, health: Health | None) -> None:
+        """Auto: ask the strongest mode again once the endpoint has come back from an outage
+        since a mode was left, or after `RETRY_MODES_AFTER` seconds."""
+        if self.mode == MODES[0]:
+            return
+        # a call while the model counts as down is a probe: it asks what a restarted endpoint
+        # should be asked
+        came_back = health is not None and (not health.up or health.recoveries != self.recoveries)
+        if not came_back and time.monotonic() - self.left_at < RETRY_MODES_AFTER:
+            return
+        log.info("model endpoint: DESK_LLM_OUTPUT=auto asks for %s again", MODES[0])
+        self.mode, self.confirmed, self.left = MODES[0], None, []
 
     def runnable(self, mode: Mode) -> Runnable[Any, BaseMessage]:
         found = self.bound.get(mode)
@@ -160,6 +182,7 @@ class _Endpoint:
             return  # a concurrent call moved on already
         self.mode = MODES[MODES.index(mode) + 1]
         self.left.append(f"{mode} {why}")
+        self.left_at = time.monotonic()
         log.debug("model endpoint: %s %s; trying %s", mode, why, self.mode)
 
     def confirm(self, mode: Mode) -> None:
@@ -302,22 +325,45 @@ def _refuses(exc: openai.APIStatusError, mode: Mode) -> bool:
     return False
 
 
+# A refusal of what this prompt says (its size, its content): the ticket's own problem.
+CONTENT_REFUSED = (400, 413, 422)
+
+
 def _mapped(exc: openai.APIStatusError) -> DeskError:
-    """An error answer that is not a refusal of the mode: `shared.answers` says transient or
-    permanent (and reads the Retry-After); only the wording is the model's."""
+    """An error answer that is not a refusal of the mode: an outage of the endpoint, or (400,
+    413, 422) a refusal of this ticket's prompt. `shared.answers` reads the Retry-After."""
     status = exc.status_code
+    if status in CONTENT_REFUSED:
+        return ModelFailed(f"the model endpoint refused the request ({status})")
+    found = answers.error(status, "", exc.response.headers)
+    retry_after = getattr(found, "retry_after", None)
     if status == 429:
-        message = "model rate-limited (429)"
-    elif answers.kind(status) != "permanent":
-        message = f"model endpoint answered {status}"
-    elif status in (401, 403):
-        message = f"model endpoint refused our credentials ({status})"
-    else:
-        message = f"model endpoint refused the request ({status})"
-    found = answers.error(status, message, exc.response.headers)
-    if status == 429:  # the endpoint is full: wait for it, spending no attempt
-        return Unavailable(message, retry_after=getattr(found, "retry_after", None))
-    return found
+        return EndpointFailure(
+            "model rate-limited (429)", kind="overloaded", retry_after=retry_after
+        )
+    if answers.kind(status) != "permanent":
+        return EndpointFailure(
+            f"model endpoint answered {status}", kind="server", retry_after=retry_after
+        )
+    if status in (401, 403):
+        return EndpointFailure(
+            f"model endpoint refused our credentials ({status}): check DESK_LLM_API_KEY",
+            kind="refused",
+        )
+    return EndpointFailure(
+        f"model endpoint refused the request ({status}): check DESK_LLM_BASE_URL and "
+        "DESK_LLM_MODEL",
+        kind="refused",
+    )
+
+
+def _without_health(failure: EndpointFailure) -> DeskError:
+    """An outage as a caller without a breaker sees it (`desk eval`, `desk shadow`)."""
+    if failure.kind == "overloaded":
+        return Unavailable(str(failure), retry_after=failure.retry_after)
+    if failure.kind == "refused":
+        return PermanentError(str(failure))
+    return TransientError(str(failure), retry_after=failure.retry_after)
 
 
 def _usage(message: Any) -> tuple[int, int]:
@@ -362,8 +408,9 @@ async def _call(
         if not endpoint.hooked:  # another client: the slot spans the whole call
             await call.take()
         found = await _request(endpoint, mode, prompt)
-    except Unavailable as busy:  # a 429: fewer calls at once, none before its Retry-After
-        limiter.overloaded(busy.retry_after)
+    except EndpointFailure as failure:
+        if failure.kind == "overloaded":  # a 429: fewer calls at once, none before Retry-After
+            limiter.overloaded(failure.retry_after)
         raise
     finally:
         _CALL.reset(token)
@@ -388,8 +435,12 @@ async def _request(
         if _refuses(exc, mode):
             raise _Refused(exc.status_code) from None
         raise _mapped(exc) from None
-    except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-        raise TransientError(f"model unreachable ({exc.__class__.__name__})") from None
+    except openai.APITimeoutError:  # before APIConnectionError: it is one
+        raise EndpointFailure("model unreachable (no answer in time)", kind="timeout") from None
+    except openai.APIConnectionError as exc:
+        raise EndpointFailure(
+            f"model unreachable ({exc.__class__.__name__})", kind="unreachable"
+        ) from None
     read = _read(message, mode)
     return ModelAnswer(read.draft, *_usage(message), read.problem), read.ignored
 
@@ -399,6 +450,36 @@ async def ask(
     prompt: list[BaseMessage],
     output: Output = "auto",
     limiter: Limiter | None = None,
+    health: Health | None = None,
+) -> ModelAnswer:
+    """The model's answer to `prompt`. With `health`, the call waits while the model is down
+    (`Unavailable`) and its outcome is the breaker's."""
+    if health is None:
+        try:
+            return await _ask(model, prompt, output, limiter, None)
+        except EndpointFailure as failure:
+            raise _without_health(failure) from None
+    health.admit()
+    try:
+        answer = await _ask(model, prompt, output, limiter, health)
+    except EndpointFailure as failure:
+        raise health.failed(failure) from None
+    except ModelFailed:  # it answered: this prompt is what it refused
+        health.answered()
+        raise
+    except BaseException:  # not the endpoint's doing (cancelled, a bug)
+        health.release()
+        raise
+    health.answered()
+    return answer
+
+
+async def _ask(
+    model: BaseChatModel,
+    prompt: list[BaseMessage],
+    output: Output,
+    limiter: Limiter | None,
+    health: Health | None,
 ) -> ModelAnswer:
     endpoint = _endpoint(model)
     if output != "auto":
@@ -406,20 +487,26 @@ async def ask(
             answer, _ignored = await _call(endpoint, output, prompt, limiter)
         except _Refused as refused:
             others = ", ".join(m for m in ("auto", *MODES) if m != output)
-            raise PermanentError(
+            raise EndpointFailure(
                 f"the model endpoint refused {_WHAT[output]} with HTTP {refused.status}, "
-                f"which DESK_LLM_OUTPUT={output} asks for: set DESK_LLM_OUTPUT to one of {others}"
+                f"which DESK_LLM_OUTPUT={output} asks for: set DESK_LLM_OUTPUT to one of {others}",
+                kind="refused",
             ) from None
         return answer
+    endpoint.renew(health)
     while True:  # at most one request per mode: every refusal moves the endpoint on
         mode = endpoint.mode
         try:
             answer, ignored = await _call(endpoint, mode, prompt, limiter)
         except _Refused as refused:
             endpoint.leave(mode, f"refused ({refused.status})")
+            if health is not None:
+                endpoint.recoveries = health.recoveries
             continue
         if ignored:
             endpoint.leave(mode, "ignored")
+            if health is not None:
+                endpoint.recoveries = health.recoveries
         elif answer.draft is not None:
             endpoint.confirm(mode)
         return answer

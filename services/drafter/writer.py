@@ -53,7 +53,7 @@ async def write(
             asked.instructions,
             system=asked.system,
         )
-        answer = await model.ask(deps.model, messages, deps.output, deps.limiter)
+        answer = await model.ask(deps.model, messages, deps.output, deps.limiter, deps.health)
         tokens_in += answer.input_tokens
         tokens_out += answer.output_tokens
         if answer.draft is None:

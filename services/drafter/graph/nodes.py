@@ -10,13 +10,13 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from shared import conversation
-from shared.errors import PermanentError
 from shared.inbox import (
     CATEGORIES,
     DRAFT_CONFIG,
     NOTIFY_CONFIG,
     NOTIFY_SUPERVISOR,
     SEND_REPLY,
+    WRITE_CONFIG,
     ActionRequest,
     Citation,
     Cost,
@@ -27,7 +27,8 @@ from shared.inbox import (
 )
 from shared.source.base import Customer, Ticket
 
-from .. import checks, memory, prompt, writer
+from .. import checks, memory, metrics, prompt, writer
+from ..health import ModelFailed
 from ..knowledge import Passage
 from .state import Deps, State
 
@@ -100,23 +101,24 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
     examples = await _examples(state, runtime, passages)
     instructions = (await deps.guidance()).by_category() if deps.guidance else {}
     asked = writer.Asked(feedback, passages, examples, instructions)
-    written = await writer.write(deps, ticket, _round(state), asked)
+    try:
+        if deps.health is None:
+            written = await writer.write(deps, ticket, _round(state), asked)
+        else:
+            with deps.health.ticket(state["thread"]):  # its failures are counted for it
+                written = await writer.write(deps, ticket, _round(state), asked)
+    except ModelFailed as failed:
+        return _no_draft(state, str(failed), feedback)
     if written.draft is None:
-        raise PermanentError(f"the model gave no usable draft twice: {written.problems[0]}")
+        problem = f"the model gave no usable draft twice: {written.problems[0]}"
+        return _no_draft(state, problem, feedback, written)
     warnings = [*state.get("notes", []), *written.problems]  # intake's notes first
     tokens_in, tokens_out = written.input_tokens, written.output_tokens
     usage = {"input_tokens": tokens_in, "output_tokens": tokens_out, "usd": written.usd}
     version = state.get("version", 0) + 1
     d = written.draft
     item = InboxItem(
-        action_request=ActionRequest(
-            action=SEND_REPLY,
-            args={
-                "ticket_id": ticket["id"],
-                "subject": f"Re: {ticket.get('subject', '')}",
-                "reply": d.reply,
-            },
-        ),
+        action_request=_reply(ticket, d.reply),
         config=DRAFT_CONFIG,
         description=_description(ticket, d.summary, feedback, warnings),
         id=item_id(state["thread"], version),
@@ -139,6 +141,57 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
         "draft": d.model_dump(),
         "warnings": warnings,
         "usage": usage,
+        "version": version,
+        "item": item.model_dump(mode="json"),
+        "handled_version": state.get("event_version") or ticket.get("updated_at"),
+        "cause": None,
+    }
+
+
+def _reply(ticket: dict[str, Any], text: str) -> ActionRequest:
+    """Sending `text` as the public reply on `ticket`."""
+    args = {"ticket_id": ticket["id"], "subject": f"Re: {ticket.get('subject', '')}", "reply": text}
+    return ActionRequest(action=SEND_REPLY, args=args)
+
+
+def _no_draft(
+    state: State, problem: str, feedback: list[str], written: writer.Written | None = None
+) -> dict[str, Any]:
+    """The model failed on this ticket: an item without a draft, for a person to write the
+    reply (edit) or to ask the model again (respond). Never a dead letter: the ticket stays in
+    front of the team."""
+    ticket = state["ticket"]
+    version = state.get("version", 0) + 1
+    why = f"no draft: the model failed — write the reply yourself ({problem})"
+    warnings = [*state.get("notes", []), why]
+    cost = Cost()
+    if written is not None:
+        cost = Cost(
+            input_tokens=written.input_tokens, output_tokens=written.output_tokens, usd=written.usd
+        )
+    customer = (ticket.get("customer") or {}).get("name", "a customer")
+    item = InboxItem(
+        action_request=_reply(ticket, ""),  # written by a person
+        config=WRITE_CONFIG,
+        description=f"Ticket {ticket['id']} from {customer}: no draft. {why}.",
+        id=item_id(state["thread"], version),
+        thread=state["thread"],
+        version=version,
+        ticket_id=ticket["id"],
+        category=(state.get("draft") or {}).get("category") or "other",
+        summary=f"No draft: {ticket.get('subject', '')}"[:120],
+        trigger=Trigger(**state["trigger"]),
+        created_at=dt.datetime.now(dt.UTC),
+        cost=cost,
+        warnings=warnings,
+        feedback=feedback,
+        no_draft=problem,
+        **_conversation_fields(state),
+    )
+    metrics.NO_DRAFT.inc()
+    return {
+        "warnings": warnings,
+        "usage": cost.model_dump(),
         "version": version,
         "item": item.model_dump(mode="json"),
         "handled_version": state.get("event_version") or ticket.get("updated_at"),

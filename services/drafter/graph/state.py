@@ -12,6 +12,7 @@ from shared.guidance import Guidance
 from shared.settings import DrafterSettings
 from shared.source import SourceSystem
 
+from ..health import Health
 from ..knowledge import Knowledge, retriever_of
 from ..limiter import Limiter
 from ..model import Output
@@ -65,6 +66,8 @@ class Deps:
     guidance: Callable[[], Awaitable[Guidance]] | None = None
     # the model's calls in flight (DESK_LLM_CONCURRENCY); None: the offline model, no limit
     limiter: Limiter | None = None
+    # the model endpoint's breaker: an outage is waited out; None: the offline model, `desk eval`
+    health: Health | None = None
 
     @classmethod
     def configured(cls, settings: DrafterSettings, source: SourceSystem) -> Deps:
@@ -73,8 +76,16 @@ class Deps:
         from ..model import make_model, output_for
 
         model = make_model(settings)
+        remote = bool(settings.llm_base_url)
         return cls(
-            limiter=Limiter(settings.llm_concurrency) if settings.llm_base_url else None,
+            limiter=Limiter(settings.llm_concurrency) if remote else None,
+            health=Health(
+                down_after=settings.llm_down_after,
+                probe_interval=settings.llm_probe_interval,
+                ticket_failures=settings.llm_ticket_failures,
+            )
+            if remote
+            else None,
             source=source,
             model=model,
             output=output_for(model, settings),

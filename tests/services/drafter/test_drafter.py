@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from desk.natsserver import NatsServer
@@ -13,6 +14,7 @@ from shared import subjects
 from shared.bus import Bus
 from standins.llm import FakeLLM
 from tests.helpers import eventually, messages
+from tests.services_running import ServiceProcess
 
 from .conftest import Harness, decide, items, send_event, settled
 
@@ -88,7 +90,7 @@ async def test_a_server_refusing_tools_gets_drafts_with_the_default_output_setti
     assert "DESK_LLM_OUTPUT=auto chose json_schema" in process.log.read_text()
 
 
-async def test_a_model_answering_503_twice_is_retried_to_one_item(
+async def test_a_model_answering_503_twice_is_waited_out_in_place_to_one_item(
     bus: Bus, harness: Harness, fake_llm: FakeLLM
 ) -> None:
     fake_llm.fail_next(503, times=2)
@@ -99,22 +101,74 @@ async def test_a_model_answering_503_twice_is_retried_to_one_item(
     assert len(fake_llm.requests) == 3
     assert len(await items(bus)) == 1
     info = await bus.js.consumer_info(subjects.WORK, "drafter")
-    assert info.delivered.consumer_seq == 3  # three deliveries of the one event
+    assert info.delivered.consumer_seq == 1  # held in place: no delivery spent on the model
 
 
-async def test_rejected_model_credentials_dead_letter_after_one_attempt(
+async def test_rejected_model_credentials_are_an_outage_waited_out_not_a_dead_letter(
     bus: Bus, harness: Harness, fake_llm: FakeLLM
 ) -> None:
-    fake_llm.fail_next(401, times=5)
-    harness.start()
+    """A wrong API key (or one revoked for a while) is the endpoint's problem, not the ticket's:
+    the ticket waits, the drafter says why, and once the key works it is drafted."""
+    fake_llm.fail_next(401, times=4)
+    process = harness.start(DESK_LLM_PROBE_INTERVAL="1", DESK_MAX_DELIVER="2")
     await send_event(bus, "T1012", "evt_3")
-    await eventually(lambda: messages(bus.js, subjects.DLQ), timeout=20, message="a dead letter")
-    [dead] = await messages(bus.js, subjects.DLQ)
-    assert dead.headers["Desk-Dlq-Attempts"] == "1"
-    assert dead.headers["Desk-Dlq-Reason"] == "permanent"
-    assert "credentials" in dead.headers["Desk-Dlq-Error"]
+    await eventually(
+        lambda: "credentials" in _degraded(process).get("model", ""),
+        timeout=30,
+        message="the drafter saying the model refuses its credentials",
+    )
+    await eventually(lambda: items(bus), timeout=30, message="the item once the key works")
+    assert await messages(bus.js, subjects.DLQ) == []
+    assert len(fake_llm.requests) == 5
+    await eventually(lambda: not _degraded(process), timeout=10, message="the model up again")
+
+
+async def _count(bus: Bus, wanted: int) -> bool:
+    return len(await items(bus)) >= wanted
+
+
+def _degraded(process: ServiceProcess) -> dict[str, str]:
+    try:
+        answer = httpx.get(f"{process.ops_url}/readyz", timeout=5).json()
+    except (httpx.HTTPError, ValueError):
+        return {}
+    return dict(answer.get("degraded") or {})
+
+
+async def test_a_ticket_whose_answers_stay_unusable_goes_to_a_person_without_a_draft(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    fake_llm.answer_text_next("I am not able to help with that.", times=2)
+    harness.start(DESK_LLM_OUTPUT="tool", DESK_MAX_DELIVER="2")
+    await send_event(bus, "T1003", "evt_unusable")
+    await eventually(lambda: items(bus), timeout=30, message="an item without a draft")
+    [item] = await items(bus)
+    assert item.no_draft and "no usable draft" in item.no_draft
+    assert item.action_request.args["reply"] == ""
+    assert not item.config.allow_accept  # nothing to accept: a person writes it
+    assert item.config.allow_edit and item.config.allow_respond and item.config.allow_ignore
+    assert any("write the reply yourself" in w for w in item.warnings)
+    assert await messages(bus.js, subjects.DLQ) == []
+
+    # a reviewer asks the model to try again (one decision per version: the inbox refuses
+    # accept on such an item before anything is published)
+    await decide(bus, item, "response", "Please try again, they want a refund.")
+    await eventually(lambda: _count(bus, 2), timeout=30, message="the redraft")
+    second = (await items(bus))[-1]
+    assert second.version == 2 and second.no_draft is None and second.action_request.args["reply"]
+
+
+async def test_a_ticket_the_endpoint_refuses_goes_to_a_person_at_once(
+    bus: Bus, harness: Harness, fake_llm: FakeLLM
+) -> None:
+    fake_llm.fail_next(400, message="This model's maximum context length is 8192 tokens.")
+    harness.start(DESK_MAX_DELIVER="2")
+    await send_event(bus, "T1012", "evt_refused")
+    await eventually(lambda: items(bus), timeout=30, message="an item without a draft")
+    [item] = await items(bus)
+    assert item.no_draft and "refused the request (400)" in item.no_draft
     assert len(fake_llm.requests) == 1
-    assert await items(bus) == []
+    assert await messages(bus.js, subjects.DLQ) == []
 
 
 async def test_an_unknown_ticket_is_dead_lettered_once_without_a_model_call(
@@ -140,7 +194,7 @@ async def test_a_closed_ticket_gets_no_model_call_and_no_item(
     assert (await bus.js.stream_info(subjects.DLQ)).state.messages == 0
 
 
-async def test_a_lawyer_ticket_becomes_a_notify_item_that_refuses_accept_and_edit(
+async def test_a_lawyer_ticket_becomes_a_notify_item_that_refuses_accept(
     bus: Bus, harness: Harness, fake_llm: FakeLLM
 ) -> None:
     harness.start()
@@ -149,8 +203,8 @@ async def test_a_lawyer_ticket_becomes_a_notify_item_that_refuses_accept_and_edi
     [item] = await items(bus)
     assert item.action_request.action == "notify_supervisor"
     assert "lawyer" in item.action_request.args["matched"]
-    assert item.config.allow_ignore
-    assert not (item.config.allow_accept or item.config.allow_edit or item.config.allow_respond)
+    assert item.config.allow_ignore and item.config.allow_edit  # "Take it": write the reply
+    assert not (item.config.allow_accept or item.config.allow_respond)
     assert fake_llm.requests == []
 
     await decide(bus, item, "accept")
