@@ -20,11 +20,11 @@ from typing import Any
 from prometheus_client import Counter
 from sqlalchemy.engine import Engine
 
-from shared import conversation, ids, mail, screening
+from shared import conversation, edits, ids, mail, screening
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError, Unavailable
-from shared.inbox import EDITABLE_ARGS, ActionRequest, Decision, InboxItem, Withdrawal
+from shared.inbox import ActionRequest, Decision, InboxItem, Withdrawal
 from shared.ledger import Ledger
 from shared.logging import redact
 from shared.results import (
@@ -223,8 +223,9 @@ class Sender:
         text = str(request.args.get("reply") or "").strip()
         if not text:
             raise PermanentError("the decision leaves nothing to send")
-        # the key comes from the item (its ticket, round and action), never from the edit
-        key = ids.outbox(item.ticket_id or item.thread, item.round or "r1", item.action)
+        # the key comes from the item (its ticket and round) and the action it allows (its own,
+        # or the reply on its ticket a person who took an escalation wrote), never from the edit
+        key = ids.outbox(item.ticket_id or item.thread, item.round or "r1", request.action)
         outbox_only = self.channel is None
         subject = request.args.get("subject")
         row = store.OutboxRow(
@@ -233,7 +234,7 @@ class Sender:
             thread=decision.thread,
             version=decision.version,
             ticket_id=item.ticket_id,
-            action=item.action,
+            action=request.action,
             final_text=text,
             model_draft=str(item.args.get("reply") or "") or None,
             decision_type=decision.type,
@@ -535,16 +536,14 @@ def _duration(seconds: float) -> str:
 
 
 def _edited(current: ActionRequest, args: Any) -> ActionRequest:
-    """The text (and subject) of an edit; its action and targets are the item's. The inbox
-    refuses other edits (422); a decision that still tries is not carried out."""
+    """The text (and subject) of an edit; its action and targets are the item's, or, for an
+    escalation a person took, a reply on its ticket (`shared.edits`). The inbox refuses other
+    edits (422); a decision that still tries is not carried out."""
     edited = ActionRequest.model_validate(args)
-    if edited.action != current.action:
-        raise PermanentError("an edit may not change the action")
-    for name, value in edited.args.items():
-        if name not in EDITABLE_ARGS and current.args.get(name) != value:
-            raise PermanentError(f"an edit may not change {name}")
-    kept = {k: v for k, v in edited.args.items() if k in EDITABLE_ARGS}
-    return ActionRequest(action=current.action, args={**current.args, **kept})
+    try:
+        return edits.edited(current, edited.action, edited.args)
+    except edits.RefusedEdit as exc:
+        raise PermanentError(str(exc)) from None
 
 
 def _not_to_the_author(item: store.ItemRow) -> str | None:

@@ -11,7 +11,9 @@ from sqlalchemy.engine import Engine
 
 from shared import subjects
 from shared.breaker import BreakerSettings, CircuitBreaker
+from shared.consumer import Delivery
 from shared.db import database_url, make_engine, reachable
+from shared.envelope import Envelope
 from shared.inbox import Decision, InboxItem, Notice, Withdrawal
 from shared.ledger import Ledger
 from shared.service import Service
@@ -107,16 +109,8 @@ async def run(settings: SenderSettings) -> None:
                 lease_ttl=max(5.0, settings.ack_wait),
                 lease_wait=settings.channel_connect_timeout + settings.channel_read_timeout + 15,
             )
-            await svc.consume(
-                "sender-items",
-                {
-                    subjects.INBOX_ITEM: sender.on_item,
-                    subjects.INBOX_WITHDRAWN: sender.on_withdrawn,
-                },
-                payload={subjects.INBOX_ITEM: InboxItem, subjects.INBOX_WITHDRAWN: Withdrawal},
-            )
-            await svc.consume("sender", sender.on_decision, payload=Decision)
-            # supervisor notifications: the router's `notify` target (work.notify.>)
+            # supervisor notifications: the router's `notify` target (work.notify.>), the
+            # inbox's notices and escalation items
             notifier = Notifier(
                 engine,
                 relay,
@@ -131,6 +125,18 @@ async def run(settings: SenderSettings) -> None:
                 "supervisor notifications: %s",
                 "posted to the incoming webhook" if notifier.webhook else "logged only",
             )
+            escalations = notifier
+
+            async def on_item(delivery: Delivery[Envelope]) -> None:
+                await sender.on_item(delivery)  # remembered first: a taken escalation needs it
+                await escalations.on_item(delivery)  # an escalation notifies like an urgent ticket
+
+            await svc.consume(
+                "sender-items",
+                {subjects.INBOX_ITEM: on_item, subjects.INBOX_WITHDRAWN: sender.on_withdrawn},
+                payload={subjects.INBOX_ITEM: InboxItem, subjects.INBOX_WITHDRAWN: Withdrawal},
+            )
+            await svc.consume("sender", sender.on_decision, payload=Decision)
             await svc.consume("sender-notify", notifier.on_event)
             await svc.consume("sender-notices", notifier.on_notice, payload=Notice)
             await svc.until_stopped()

@@ -1,6 +1,7 @@
 """Supervisor notifications: the router's `notify` target, posted to a Slack-compatible webhook.
 
-For each routed event on `work.notify.<type>`, once: a short message naming the ticket (loaded
+For each routed event on `work.notify.<type>`, and for each escalation item (`inbox.item` with
+`notify_supervisor`: a legal threat, say), once: a short message naming the ticket (loaded
 from the helpdesk when it can be, else what the event says) is posted as `{"text": …}` to an
 incoming webhook, behind timeouts, a circuit breaker and a rate limit like the reply channel.
 Without a webhook the notification is logged and counted, and still recorded as sent (`log`).
@@ -40,7 +41,7 @@ from shared.breaker import CircuitBreaker
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError
-from shared.inbox import Notice
+from shared.inbox import ESCALATION, NOTIFY_SUPERVISOR, InboxItem, Notice
 from shared.ledger import Ledger
 from shared.logging import redact
 from shared.results import NOTIFY_FAILED, NOTIFY_SENT, event_id
@@ -188,6 +189,20 @@ class Notifier:
             return notice_message(notice, self.flavour)
 
         await self._once(notice.id, notice.ticket_id, notice.kind, text, delivery.attempt)
+
+    async def on_item(self, delivery: Delivery[Envelope]) -> None:
+        """`inbox.item`: an escalation (a supervisor item, no draft) is posted like an urgent
+        ticket, to the same webhook, once per item (`notify:escalation:<item id>`)."""
+        item: InboxItem = delivery.payload  # checked by the runtime (Consumer.payload)
+        if item.action_request.action != NOTIFY_SUPERVISOR:
+            return
+
+        async def text() -> str:
+            return escalation_message(item, self.flavour)
+
+        await self._once(
+            f"{ESCALATION}:{item.id}", item.ticket_id, ESCALATION, text, delivery.attempt
+        )
 
     async def _once(
         self,
@@ -359,6 +374,23 @@ def message(
     if name:
         text += f" from {_clean(name, 80, flavour)}"
     return text + ". Review it in the inbox."
+
+
+def escalation_message(item: InboxItem, flavour: chat.Flavour = "slack") -> str:
+    """`Escalation: ticket T1027 — "Escalation: Cancel and refund" from Jane Doe mentions
+    lawyer. No reply was drafted: take it in the inbox.` Names only, masked and quoted like the
+    rest."""
+    what = f"ticket {item.ticket_id}" if item.ticket_id else f"conversation {item.thread}"
+    text = chat.quote(f"Escalation: {what}", flavour)
+    if item.summary:
+        text += f' — "{_clean(item.summary, MAX_SUBJECT, flavour)}"'
+    if item.customer and item.customer.name:
+        text += f" from {_clean(item.customer.name, 80, flavour)}"
+    matched = item.action_request.args.get("matched")
+    if isinstance(matched, list) and matched:
+        words = ", ".join(str(m) for m in matched)
+        text += f" mentions {_clean(words, 80, flavour)}"
+    return text + ". No reply was drafted: take it in the inbox."
 
 
 def notice_message(notice: Notice, flavour: chat.Flavour = "slack") -> str:

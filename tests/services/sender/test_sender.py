@@ -12,11 +12,13 @@ import pytest
 
 from shared import subjects
 from shared.bus import Bus
+from shared.envelope import Envelope
 from shared.inbox import AUTO_SEND
 from shared.signatures import standard_verify
+from shared.source.sql import SqlSource
 from standins.channel import FakeChannel
 from tests.helpers import eventually, settled
-from tests.inbox_items import draft_item, publish_decision, publish_item
+from tests.inbox_items import draft_item, notify_item, publish_decision, publish_item
 from tests.postgres import fresh_schema, url_in
 
 from .conftest import SECRET, Senders, data, results
@@ -95,6 +97,62 @@ async def test_an_edit_sends_the_edited_text_through_the_webhook_once(
         "delivered",
     )
     assert [a.outcome for a in senders.audit()] == ["delivered"]
+
+
+async def test_an_escalation_notifies_once_and_taken_its_reply_joins_the_ticket_once(
+    bus: Bus, senders: Senders, fake_channel: FakeChannel
+) -> None:
+    """A legal threat is told to the supervisors' webhook like an urgent ticket, once however
+    often its item arrives; the person who takes it writes the reply, an edit to `send_reply`,
+    and the ticket gets it once, as a public reply."""
+    senders.env.update({"DESK_NOTIFY_WEBHOOK_URL": fake_channel.url})
+    senders.start()
+    item = notify_item("T1027").model_copy(update={"summary": "Escalation: Refund or lawyer"})
+    await publish_item(bus, item)
+    again = Envelope(
+        id="redelivered",
+        type=subjects.INBOX_ITEM,
+        source="/desk/drafter",
+        subject=item.thread,
+        data=item.model_dump(mode="json"),
+    )
+    await bus.publish(subjects.INBOX_ITEM, again.to_bytes(), msg_id="beyond-the-window")
+    await eventually(lambda: results(bus, "notify.sent"), timeout=15, message="notify.sent")
+
+    async def items_handled() -> bool:
+        return await settled(bus.js, subjects.INBOX, "sender-items", delivered=True)
+
+    await eventually(items_handled, message="both copies of the item handled")
+    posted = [json.loads(r["body"])["text"] for r in fake_channel.requests]
+    assert posted == [
+        'Escalation: ticket T1027 — "Escalation: Refund or lawyer" mentions lawyer. '
+        "No reply was drafted: take it in the inbox."
+    ]
+    [told] = await results(bus, "notify.sent")
+    assert (data(told)["ticket_id"], data(told)["event_type"]) == ("T1027", "escalation")
+
+    reply = "Dear customer,\n\nI have your case in hand and will call you today.\n\nSam"
+    taken = {"action": "send_reply", "args": {"ticket_id": "T1027", "reply": reply}}
+    for n in range(2):
+        await publish_decision(bus, item, "edit", taken, msg_id=f"taken-{n}")
+    await eventually(lambda: results(bus, "reply.sent"), timeout=15, message="reply.sent")
+    await eventually(lambda: settled(bus.js, subjects.INBOX, "sender", delivered=True))
+    [row] = senders.outbox()
+    assert (row.key, row.action, row.final_text, row.delivery) == (
+        "T1027/r1/send_reply",
+        "send_reply",
+        reply,
+        "delivered",
+    )
+    [sent] = await results(bus, "reply.sent")
+    assert (data(sent)["action"], data(sent)["decision"]) == ("send_reply", "edit")
+    source = SqlSource(senders.helpdesk_url)
+    try:
+        ticket = await source.get_ticket("T1027")
+    finally:
+        await source.close()
+    assert [m.body for m in ticket.messages if m.author == "agent"][-1:] == [reply]
+    assert sum(m.body == reply for m in ticket.messages) == 1
 
 
 async def test_killed_between_commit_and_publish_the_result_is_published_once(
