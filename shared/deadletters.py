@@ -22,6 +22,9 @@ service publish there. A letter is listed as that service's (`service`); if its 
 name another, that claim is shown beside it (`claimed_service`), never believed, and such a
 letter is refused for replay.
 
+`replay_all` replays every letter outstanding when it starts (the inbox's "Replay all", `desk dlq
+replay --all`), leaving the refused ones.
+
 Unknown ids: `get_dead_letter` returns `None`; `replay` raises `UnknownDeadLetter` (a
 `LookupError`), also for an id that was replayed already.
 """
@@ -39,6 +42,7 @@ from . import headers as h
 from . import ids, subjects
 from .bus import BrokerCode, Bus
 from .catalog import BY_NAME
+from .errors import TransientError
 
 STREAM = subjects.DLQ
 PAYLOAD_DISPLAY_LIMIT = 64 * 1024  # bytes of payload kept in `DeadLetter.payload`
@@ -160,6 +164,30 @@ async def replay(bus: Bus, id: int) -> ReplayResult:
         seq=published.seq,
         duplicate=published.duplicate,
     )
+
+
+async def replay_all(bus: Bus) -> tuple[list[ReplayResult], dict[int, str]]:
+    """Replay every dead letter outstanding now, oldest first: the replays, and each refused
+    letter's id with why (it stays: refused, or its publish failed). A letter written meanwhile
+    (a replay that failed again, say) waits for the next call, so this ends; one replayed
+    meanwhile by another is skipped."""
+    last = (await bus.js.stream_info(STREAM)).state.last_seq
+    replayed: list[ReplayResult] = []
+    refused: dict[int, str] = {}
+    after = 0
+    while after < last:
+        letters = [d for d in await list_dead_letters(bus.js, after=after) if d.id <= last]
+        if not letters:
+            break
+        for letter in letters:
+            try:
+                replayed.append(await replay(bus, letter.id))
+            except UnknownDeadLetter:
+                continue
+            except (RefusedReplay, TransientError) as exc:
+                refused[letter.id] = exc.why if isinstance(exc, RefusedReplay) else str(exc)
+        after = letters[-1].id
+    return replayed, refused
 
 
 async def original_of(

@@ -40,6 +40,7 @@ from .openapi import document
 from .schemas import ClaimRequest, DecisionRequest
 from .sessions import Sessions
 from .throttle import Throttle
+from .watch import Watch
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +226,9 @@ async def list_items(request: Request) -> Response:
     except store.Invalid as exc:
         return error(422, str(exc))
     items = await asyncio.to_thread(store.with_claims, _inbox(request).engine, items)
-    return JSONResponse({"items": items, "next_cursor": next_cursor})
+    watch: Watch | None = getattr(request.app.state, "watch", None)
+    model = watch.model() if watch is not None else {"up": True}  # drafts delayed while down
+    return JSONResponse({"items": items, "next_cursor": next_cursor, "model": model})
 
 
 async def get_item(request: Request) -> Response:

@@ -22,6 +22,7 @@ from .api import routes as api_routes
 from .auth import Reviewers
 from .handlers import ItemProjection, ResultProjection, relay
 from .notices import Notices
+from .watch import SECONDS, Watch
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +47,12 @@ async def run(settings: InboxApiSettings) -> None:
         frozenset(settings.admins),
         settings.claim_seconds,
     )
+    watch = Watch()  # the model's state and the dead letters, for the pages
     try:
         service = Service(
             settings,
             routes=[*api_routes, *web.routes],
-            state={"inbox": inbox},
+            state={"inbox": inbox, "watch": watch},
             checks={"database": functools.partial(reachable, engine)},
         )
         assert service.app is not None  # it has routes: the public app
@@ -97,6 +99,8 @@ async def run(settings: InboxApiSettings) -> None:
                     digest_seconds=settings.digest_minutes * 60,
                 )
                 svc.every(settings.sla_scan_seconds, notices.scan, name="notices")
+                watch.attach(bus)
+                svc.every(SECONDS, watch.refresh, name="model and dead letters")
             await svc.until_stopped()
     finally:
         engine.dispose()

@@ -241,6 +241,11 @@ def document() -> dict[str, Any]:
                 "was shown as examples",
                 "items": {"type": "string"},
             },
+            "no_draft": {
+                "type": ["string", "null"],
+                "description": "why there is no draft (the model failed on this ticket): a "
+                "person writes the reply (edit) or asks for another try (response); no accept",
+            },
             "citations": {
                 "type": "array",
                 "description": "the knowledge-base passages the draft relies on",
@@ -335,6 +340,18 @@ def document() -> dict[str, Any]:
                                         "items": {"$ref": "#/components/schemas/Item"},
                                     },
                                     "next_cursor": {"type": ["string", "null"]},
+                                    "model": {
+                                        "type": "object",
+                                        "description": "whether the model drafts: while it is "
+                                        "down (`up` false), drafts are delayed; `since` and "
+                                        "`reason` say since when and why",
+                                        "required": ["up"],
+                                        "properties": {
+                                            "up": {"type": "boolean"},
+                                            "since": {"type": "string", "format": "date-time"},
+                                            "reason": {"type": "string"},
+                                        },
+                                    },
                                 },
                             },
                         ),

@@ -17,7 +17,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from shared.inbox import EDITABLE_ARGS, ActionRequest, Decision, InterruptConfig
+from shared import edits
+from shared.inbox import ActionRequest, Decision, InterruptConfig
 
 from .. import metrics
 from . import claims
@@ -39,13 +40,13 @@ class Reviewer:
 def _edited_request(row: ItemRow, args: Any) -> ActionRequest:
     """Accept an Agent Inbox ActionRequest, a partial args object, or plain text.
 
-    An edit changes the text (and the subject), never the target: the action and every other
-    argument (the ticket) come from the item; trying to change them is refused (422)."""
+    An edit changes the text (and the subject), never the target (`shared.edits`): the action
+    and every other argument (the ticket) come from the item, but for an escalation someone
+    takes, whose edit is their reply on its ticket; trying anything else is refused (422)."""
     current = ActionRequest.model_validate(row.action_request)
+    action: Any = None
     if isinstance(args, dict) and isinstance(args.get("args"), dict):
         action = args.get("action")
-        if action not in (None, "", current.action):
-            raise Invalid(f"an edit cannot change the action ({current.action})")
         changes = args["args"]
     elif isinstance(args, dict):
         changes = args
@@ -53,16 +54,12 @@ def _edited_request(row: ItemRow, args: Any) -> ActionRequest:
         changes = {"reply": args}
     else:
         raise Invalid("an edit needs the edited action request (or the edited reply)")
-    for name, value in changes.items():
-        if name in EDITABLE_ARGS:
-            if not isinstance(value, str):
-                raise Invalid(f"{name} must be text")
-            continue
-        if name not in current.args or current.args[name] != value:
-            raise Invalid(
-                f"an edit may change only {' and '.join(sorted(EDITABLE_ARGS))}, not {name}"
-            )
-    return ActionRequest(action=current.action, args={**current.args, **changes})
+    if action is not None and not isinstance(action, str):
+        raise Invalid("the edited action must be a name")
+    try:
+        return edits.edited(current, action, changes)
+    except edits.RefusedEdit as exc:
+        raise Invalid(str(exc)) from None
 
 
 def decide(
@@ -129,6 +126,8 @@ def decide(
                 raise Invalid("feedback must not be empty")
             args = feedback
         elif kind == "accept":
+            if not (draft or "").strip() or row.no_draft:
+                raise Invalid("there is no draft to accept: write the reply (edit)")
             final_text = draft
             args = None
         else:

@@ -45,6 +45,7 @@ def item_json(row: ItemRow) -> dict[str, Any]:
         "withdrawn_reason": row.withdrawn_reason,
         "trace_id": _trace_id(row.traceparent),
         "citations": row.citations or [],
+        "no_draft": row.no_draft,
         "instructions": row.instructions or [],
         "examples": row.examples or [],
         "auto": bool(row.auto),

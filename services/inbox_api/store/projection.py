@@ -79,6 +79,7 @@ def project(
                 waiting_since=since,
                 near_at=near_at,
                 due_at=due_at,
+                no_draft=item.no_draft,
             )
             insert_row(connection, stored)
             search.add(connection, stored)  # its text, for the list's search

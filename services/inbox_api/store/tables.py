@@ -121,6 +121,8 @@ class ItemRow(SQLModel, table=True):
     due_at: dt.datetime | None = Field(
         default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
     )
+    # why there is no draft (the model failed on this ticket): a person writes the reply
+    no_draft: str | None = None
 
 
 class DecisionRow(SQLModel, table=True):

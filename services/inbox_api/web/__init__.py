@@ -13,15 +13,17 @@ session), `responses` (pages, their headers, the error page), `forms` (reading a
 post), `login`, `pages` (the list and an item), `decisions` (the edit preview and the decision),
 `instructions` (the standing instructions and their forms), `stats` (the review analytics),
 `claims` (who is working on an item: claimed by opening it, renewed while open, taken over),
-`bulk` (ignoring the items selected in the list, after one confirmation) and
-`limits` (the body limit in front of every route).
+`bulk` (ignoring the items selected in the list, after one confirmation), `deadletters` (an
+admin's view of the dead letters, with replay) and `limits` (the body limit in front of every
+route).
 """
 
 from starlette.routing import BaseRoute, Route
 
 from .audits import audit, autosend_page
 from .bulk import ignore_selected
-from .claims import release, renew
+from .claims import release, renew, take
+from .deadletters import dead_letters_page, replay
 from .decisions import decide, edit_preview
 from .instructions import instruction_form, instructions_page
 from .limits import middleware
@@ -44,10 +46,14 @@ routes: list[BaseRoute] = [
     Route("/items/{id}/decide", decide, methods=["POST"]),
     Route("/items/{id}/claim", renew, methods=["POST"]),
     Route("/items/{id}/release", release, methods=["POST"]),
+    Route("/items/{id}/take", take, methods=["POST"]),
     Route("/stats", stats_page, methods=["GET"]),
     Route("/items/{id}/audit", audit, methods=["POST"]),
     Route("/autosend", autosend_page, methods=["GET"]),
     Route("/instructions", instructions_page, methods=["GET"]),
     Route("/instructions", instruction_form, methods=["POST"]),
     Route("/instructions/{id}", instruction_form, methods=["POST"]),
+    Route("/deadletters", dead_letters_page, methods=["GET"]),
+    Route("/deadletters/replay", replay, methods=["POST"]),
+    Route("/deadletters/{id}/replay", replay, methods=["POST"]),
 ]

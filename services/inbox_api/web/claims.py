@@ -1,6 +1,7 @@
 """Claims on the page: opening a waiting item claims it for the reviewer (`opened`), the open
 page renews the claim and lets go of it when left (`renew`, `release`), and a reviewer who
-finds someone else at work takes the item over only by saying so (the take-over form)."""
+finds someone else at work takes the item over only by saying so (the take-over form); "Take
+it" on an escalation claims it and opens the editor for the reviewer's own reply (`take`)."""
 
 from __future__ import annotations
 
@@ -64,6 +65,30 @@ async def renew(request: Request) -> Response:
         return JSONResponse({"until": held["until"]})
     log.info("%s took over %s", who.name, item_id)  # its page now says it is theirs
     return RedirectResponse(item_url(item_id), status_code=303)
+
+
+async def take(request: Request) -> Response:
+    """ "Take it": an escalation is claimed for the reviewer, whose page then opens the editor
+    to write the reply themselves (sent as an edit: a reply on its ticket)."""
+    checked = await forms.reviewer_form(request)
+    if isinstance(checked, Response):
+        return checked
+    _, who = checked
+    item_id = request.path_params["id"]
+    inbox = inbox_of(request)
+    try:
+        await asyncio.to_thread(
+            store.claims.claim, inbox.engine, item_id, who.name, inbox.claim_seconds
+        )
+    except store.NotFound:
+        return error(request, 404, "Not found", "There is no such item in the inbox.")
+    except store.claims.Claimed as exc:
+        message = f"{exc.reviewer} is working on this; take it over on its page if you must."
+        return error(request, 409, f"Claimed by {exc.reviewer}", message, item_url(item_id))
+    except store.Conflict as exc:
+        return error(request, 409, "Changed meanwhile", str(exc), item_url(item_id))
+    log.info("%s took %s to write the reply", who.name, item_id)
+    return RedirectResponse(item_url(item_id) + "?write=1#reply", status_code=303)
 
 
 async def release(request: Request) -> Response:

@@ -67,6 +67,8 @@ async def edit_preview(request: Request) -> Response:
     if not reply:
         return error(request, 422, "Empty reply", "An edit needs a non-empty reply.", back)
     draft = draft_of(item)
+    if not draft:  # an escalation taken, or no draft: the reply is written on the item's page
+        return error(request, 422, "No draft", "There is no draft to compare with.", back)
     context = {
         "item": item,
         "url": back,

@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from shared import edits
 from shared.inbox import QUEUE_PATTERN
 
 from .. import store
@@ -214,7 +215,12 @@ async def item_page(request: Request) -> Response:
         "url": item_url(item["id"]),
         "reply": reply,
         "rows": min(30, max(8, reply.count("\n") + 3)),
-        "editing": request.query_params.get("edit") == "1" and allowed["edit"],
+        "editing": request.query_params.get("edit") == "1" and allowed["edit"] and bool(reply),
+        # no draft to edit: a person writes the reply (an escalation, once they take it)
+        "takeable": allowed["edit"] and item["action_request"].get("action") in edits.TAKEN,
+        "writing": allowed["edit"]
+        and not reply
+        and (bool(item.get("no_draft")) or request.query_params.get("write") == "1"),
         "subject": args.get("subject") if isinstance(args.get("subject"), str) else None,
         "other_args": {k: v for k, v in args.items() if k not in ("reply", "subject")},
         "age": age(when(item["created_at"]), dt.datetime.now(dt.UTC)),

@@ -15,6 +15,7 @@ from starlette.templating import Jinja2Templates
 
 from ..render import utc
 from ..sessions import WebSession
+from ..watch import Watch
 from .cookies import clear_cookie, user_of
 
 templates = Jinja2Templates(
@@ -34,7 +35,19 @@ def page(request: Request, name: str, context: dict[str, Any], status: int = 200
     nonce = secrets.token_urlsafe(16)
     session: WebSession | None = getattr(request.state, "session", None)
     csrf = session.csrf if session else ""
-    full = {"user": user_of(request), "csrf": csrf, "nonce": nonce, "flash": None, **context}
+    user = user_of(request)
+    watch: Watch | None = getattr(request.app.state, "watch", None)
+    admin = user is not None and user.name in request.app.state.inbox.admins
+    full = {
+        "user": user,
+        "csrf": csrf,
+        "nonce": nonce,
+        "flash": None,
+        "admin": admin,
+        "banner": watch.banner() if watch and user else None,  # the model is down
+        "dead_letters": watch.dead_letters if watch and admin else None,
+        **context,
+    }
     headers = {
         "Content-Security-Policy": (
             f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "

@@ -109,8 +109,9 @@ async def test_status_codes(api: Api, nats_bus: Bus) -> None:
         assert (
             await client.post(notify_url, json={"type": "accept", "version": 1})
         ).status_code == 422
-        assert (
-            await client.post(notify_url, json={"type": "edit", "version": 1, "args": "x"})
+        elsewhere = {"action": "send_reply", "args": {"ticket_id": thread, "reply": "x"}}
+        assert (  # an escalation is taken only as a reply on its own ticket
+            await client.post(notify_url, json={"type": "edit", "version": 1, "args": elsewhere})
         ).status_code == 422
         assert (
             await client.post(notify_url, json={"type": "ignore", "version": 1})

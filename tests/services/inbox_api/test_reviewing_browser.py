@@ -6,10 +6,9 @@ once after one confirmation."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -22,7 +21,7 @@ from tests.inbox_items import conversation, draft_item, publish_item
 
 from .conftest import REVIEWER, Api, running_api
 from .test_claims import detail, new_item
-from .test_web import CHROMIUM, CHROMIUM_ARGS, log_in
+from .test_web import CHROMIUM, chromium, log_in
 
 PHONE = {"width": 375, "height": 740}  # an iPhone SE's CSS pixels
 DESKTOP = {"width": 1100, "height": 900}
@@ -36,21 +35,6 @@ pytestmark = pytest.mark.skipif(
 def inbox(inbox_nats: NatsServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     with running_api("sqlite", inbox_nats, tmp_path_factory.mktemp("phone")) as running:
         yield running
-
-
-@contextlib.asynccontextmanager
-async def chromium() -> AsyncIterator[Any]:
-    """Headless Chromium (Debian's), closed after the block."""
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-        )
-        try:
-            yield browser
-        finally:
-            await browser.close()
 
 
 async def oldest_items(inbox: Api, bus: Bus, days: int, count: int = 3) -> list[str]:

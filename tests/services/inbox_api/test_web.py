@@ -4,6 +4,7 @@ list's flags, filters and order, the edit preview, deciding, and one run in a he
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
 import uuid
@@ -16,10 +17,10 @@ import pytest
 
 from desk.natsserver import NatsServer
 from services.inbox_api.render import age, changes, diff, fold
-from shared import subjects
+from shared import deadletters, outage, subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
-from shared.inbox import Citation, InboxItem, Overdue
+from shared.inbox import WRITE_CONFIG, Citation, InboxItem, Overdue
 from shared.results import (
     NOTIFY_FAILED,
     NOTIFY_SENT,
@@ -63,6 +64,7 @@ def web(inbox_nats: NatsServer, tmp_path_factory: pytest.TempPathFactory) -> Ite
         "DESK_NATS_URL": inbox_nats.url,
         "DESK_VAR_DIR": str(root / "var"),
         "DESK_HELPDESK_TICKET_URL": TICKET_URL,
+        "DESK_ADMINS": '["reviewer"]',  # the reviewer token's name: it sees the dead letters
     }
     process = ServiceProcess(["inbox_api"], env, root / "inbox_api.log").start()
     try:
@@ -307,10 +309,91 @@ async def test_the_detail_shows_only_the_forms_the_item_allows(
     assert 'id="edit"' in editing and 'id="draft"' not in editing
     assert 'id="accept"' not in editing  # accepting now would send the unedited draft
     page = (await browser_client.get(f"/items/{notify.id}")).text
-    assert 'id="ignore"' in page
+    assert 'id="ignore"' in page and 'id="take"' in page  # an escalation: take it, or ignore
     assert 'id="accept"' not in page and 'id="edit' not in page and 'id="respond"' not in page
-    assert "lawyer" in page
+    assert "lawyer" in page and 'id="write"' not in page  # the editor opens once it is taken
     assert 'id="edit"' not in (await browser_client.get(f"/items/{notify.id}?edit=1")).text
+
+
+def no_draft_item(thread: str) -> InboxItem:
+    """What the drafter publishes when the model failed on a ticket: no reply, WRITE_CONFIG."""
+    item = draft_item(thread, reply="")
+    return item.model_copy(
+        update={
+            "no_draft": "the model's answers stayed unusable after a redraft",
+            "config": WRITE_CONFIG,
+        }
+    )
+
+
+async def test_an_item_without_a_draft_asks_for_the_reply_and_cannot_be_accepted(
+    web: str, browser_client: httpx.AsyncClient, nats_bus: Bus
+) -> None:
+    item = no_draft_item(new_thread())
+    await waiting(web, nats_bus, item)
+    csrf = await log_in(browser_client, REVIEWER)
+    page = (await browser_client.get(f"/items/{item.id}")).text
+    assert "No draft: the model failed — write the reply yourself" in page
+    assert "the model&#39;s answers stayed unusable after a redraft" in page
+    for form in ('id="write"', 'id="respond"', 'id="ignore"'):
+        assert form in page
+    assert 'id="accept"' not in page and 'id="draft"' not in page and 'id="take"' not in page
+    listed = (await browser_client.get("/inbox")).text
+    assert (
+        "no draft: write the reply" in listed.split(f'data-item="{item.id}"')[1].split("</tr>")[0]
+    )
+    async with httpx.AsyncClient(
+        base_url=web, headers={"Authorization": f"Bearer {REVIEWER}"}
+    ) as api:
+        refused = await api.post(f"/api/items/{item.id}/decision", json={"type": "accept"})
+        assert refused.status_code == 422 and "accept" in refused.json()["error"]
+        listed = (await api.get(f"/api/items/{item.id}")).json()
+        assert listed["no_draft"] == item.no_draft and listed["status"] == "waiting"
+    written = "Hi Jane,\n\nYour refund went out today.\n\nThe Support Team"
+    form = {"csrf": csrf, "type": "edit", "version": "1", "reply": written}
+    answer = await browser_client.post(f"/items/{item.id}/decide", data=form)
+    assert answer.status_code == 303, answer.text[-300:]
+    await eventually(lambda: published(nats_bus, item.thread), message="the decision published")
+    [decision] = await published_decisions(nats_bus, thread=item.thread)
+    assert (decision["type"], decision["args"]["args"]["reply"]) == ("edit", written)
+
+
+async def test_a_banner_says_drafts_are_delayed_while_the_model_is_down(
+    web: str, browser_client: httpx.AsyncClient, nats_bus: Bus
+) -> None:
+    writer = outage.Writer(nats_bus.js, "drafter-test")
+    since = dt.datetime(2026, 12, 7, 9, 30, tzinfo=dt.UTC)
+    down = outage.ModelState(
+        up=False, since=since, reason="HTTP 500 from the model", at=dt.datetime.now(dt.UTC)
+    )
+    item = draft_item(new_thread())
+    await waiting(web, nats_bus, item)
+    await log_in(browser_client, REVIEWER)
+    banner = (
+        "Drafts are delayed: the model has not answered since 2026-12-07 09:30 UTC "
+        "(HTTP 500 from the model). Tickets wait and are drafted when it answers."
+    )
+    assert banner not in (await browser_client.get("/inbox")).text
+    await writer.write(down)
+    try:
+        await page_until(browser_client, "/inbox", banner)
+        assert banner in (await browser_client.get(f"/items/{item.id}")).text
+        async with httpx.AsyncClient(
+            base_url=web, headers={"Authorization": f"Bearer {REVIEWER}"}
+        ) as api:
+            model = (await api.get("/api/items")).json()["model"]
+        assert model == {
+            "up": False,
+            "since": since.isoformat(),
+            "reason": "HTTP 500 from the model",
+        }
+    finally:
+        await writer.write(down.model_copy(update={"up": True, "at": dt.datetime.now(dt.UTC)}))
+
+    async def gone() -> bool:
+        return banner not in (await browser_client.get("/inbox")).text
+
+    await eventually(gone, timeout=15, message="the banner gone once the model answers")
 
 
 # -- what an item shows ------------------------------------------------------------------------
@@ -892,3 +975,112 @@ async def test_a_reviewer_edits_and_sends_the_oldest_draft_in_a_browser(
     assert decision["type"] == "edit"
     assert decision["args"]["args"]["reply"] == edited
     assert decision["reviewer"] == "reviewer"
+
+
+@contextlib.asynccontextmanager
+async def chromium() -> AsyncIterator[Any]:
+    """Headless Chromium, for as long as the block runs (skips the test without it)."""
+    if not CHROMIUM.exists():
+        pytest.skip("headless browser test needs Debian's chromium package")
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+async def logged_in_page(browser: Any, web: str, problems: list[str]) -> Any:
+    page = await browser.new_page(viewport={"width": 1100, "height": 1200})
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    await page.goto(web + "/login")
+    await page.fill("#token", REVIEWER)
+    await page.click("form.login button")
+    await page.wait_for_url("**/inbox")
+    return page
+
+
+async def test_a_reviewer_takes_an_escalation_and_writes_the_reply_in_a_browser(
+    web: str, nats_bus: Bus
+) -> None:
+    escalation = notify_item(new_thread())
+    await waiting(web, nats_bus, escalation)
+    reply = "Dear Jane,\n\nI have your case and will call you today.\n\nSam, Support lead"
+    async with chromium() as browser:
+        problems: list[str] = []
+        page = await logged_in_page(browser, web, problems)
+        await page.goto(f"{web}/items/{escalation.id}")
+        assert await page.locator("#accept").count() == 0
+        assert await page.locator("#ignore button").is_visible()
+        await page.click("#take button")  # beside Ignore
+        await page.wait_for_url(f"**/items/{escalation.id}?write=1*")
+        assert "You are working on this" in await page.locator("#claim").inner_text()
+        label = await page.locator("label[for=reply]").inner_text()
+        assert f"a public reply on ticket {escalation.ticket_id}" in label
+        await page.fill("#reply", reply)
+        await page.click("#write button")
+        await page.wait_for_url(lambda url: after_decision(url.split(web)[-1], escalation.id))
+        assert f"Edited reply approved: {escalation.id}" in (
+            await page.locator(".flash").inner_text()
+        )
+        assert problems == []
+    await eventually(lambda: published(nats_bus, escalation.thread), message="the decision")
+    [decision] = await published_decisions(nats_bus, thread=escalation.thread)
+    assert (decision["type"], decision["reviewer"]) == ("edit", "reviewer")
+    assert decision["args"] == {
+        "action": "send_reply",
+        "args": {"ticket_id": escalation.ticket_id, "reply": reply},
+    }
+
+
+async def test_an_admin_sees_and_replays_the_dead_letters_in_a_browser(
+    web: str, browser_client: httpx.AsyncClient, nats_bus: Bus
+) -> None:
+    async def letters() -> list[int]:
+        listed = await deadletters.list_dead_letters(nats_bus.js)
+        return [d.id for d in listed if d.subject == subjects.INBOX_ITEM]
+
+    for n in range(2):  # bytes the inbox cannot read: dead letters at once
+        junk = f"junk-{uuid.uuid4()}"
+        await nats_bus.publish(subjects.INBOX_ITEM, b"\x00 not an item %d" % n, msg_id=junk)
+    await eventually(lambda: len_at_least(letters, 2), timeout=15, message="two dead letters")
+    await log_in(browser_client, VIEWER)
+    assert (await browser_client.get("/deadletters")).status_code == 403  # admins only
+    assert "nav-dead-letters" not in (await browser_client.get("/inbox")).text
+    first, second, *_ = await letters()
+    async with chromium() as browser:
+        problems: list[str] = []
+        page = await logged_in_page(browser, web, problems)
+        count = page.locator("#nav-dead-letters .badge")
+
+        async def counted() -> bool:
+            await page.reload()
+            return await count.count() == 1 and int(await count.inner_text()) >= 2
+
+        await eventually(counted, timeout=15, message="the count in the navigation")
+        await page.click("#nav-dead-letters")
+        await page.wait_for_url("**/deadletters")
+        row = page.locator(f"#letter-{first}")
+        assert "undecodable" in await row.locator(".reason").inner_text()
+        assert "inbox_api" in await row.inner_text()
+        async with page.expect_navigation():
+            await row.locator("form.replay button").click()
+        flash = await page.locator(".flash").inner_text()
+        assert flash == f"Dead letter {first} replayed to {subjects.INBOX_ITEM}"
+        assert await page.locator(f"#letter-{first}").count() == 0
+        async with page.expect_navigation():
+            await page.click("#replay-all button")
+        assert (await page.locator(".flash").inner_text()).startswith("Replayed ")
+        assert await page.locator(f"#letter-{second}").count() == 0
+        assert problems == []
+    left = await letters()  # a replayed letter the inbox still cannot read comes back anew
+    assert first not in left and second not in left
+
+
+async def len_at_least(read: Any, n: int) -> bool:
+    return len(await read()) >= n
