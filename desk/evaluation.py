@@ -2,7 +2,8 @@
 
 A case file (YAML; the demo's is `desk/evals/demo.yaml`) holds tickets — a conversation whose
 last customer messages are what the reply answers — each with the category a careful person
-would pick, the knowledge articles a good retrieval finds for it, facts the reply must state
+would pick, the knowledge articles a good retrieval finds for it (`articles: []`: none applies;
+left out, as in cases from the review log: not known), facts the reply must state
 (`must`: case-insensitive phrases, alternatives written `a | b`, a `re:` prefix for a regular
 expression) and what it must never say (`must_not`: promises, sums of money), and optionally
 the reply a reviewer sent (`reference`, from `--from-review-log`).
@@ -12,13 +13,17 @@ retrieval, prompt, model call, checks and one redraft), against the configured m
 (`DESK_LLM_*`, or `--model`; the built-in offline model when none is set), with the built-in
 system prompt or `--prompt FILE`, and the knowledge base in `DESK_KNOWLEDGE_DIR` or
 `--knowledge` (the demo's articles when neither nor a helpdesk is configured, as `desk up`
-gives the demo's drafter). The table says, per category and overall, how often the
-category was right, how many criteria were met, how often retrieval found an expected article,
-and the tokens and cost; `--json` writes everything, case by case, with the case file's
-sha256 (the inbox recomputes the verdict from those case results before it lets the report
-enable auto-send: `shared.evidence`). The run passes when the
-category is right in at least 90 % of the cases, at least 90 % of the criteria are met, no
-`must_not` was said and no case failed; exit status 0 when it passes, 1 when it does not, 2 when
+gives the demo's drafter). A case that expects no article fails when its draft cites one or
+quotes a passage of one (`QUOTE_WORDS` words in a row of any passage of the knowledge base,
+cited or not: an off-topic policy); a case that expects articles fails when its draft relies
+only on others. The table says, per category and overall, how often the category was right,
+how many criteria were met, how often retrieval found an expected article, and the tokens and
+cost; each case not met is listed with what failed and an excerpt of its reply. `--json`
+writes everything, case by case, with the case file's sha256 (the inbox recomputes the verdict
+from those case results before it lets the report enable auto-send: `shared.evidence`). The
+run passes when the category is right in at least 90 % of the cases, at least 90 % of the
+criteria are met, no `must_not` was said, no draft relied on an article that does not apply
+and no case failed; exit status 0 when it passes, 1 when it does not, 2 when
 it could not run. Every run also measures the foreign-data screen on its labelled replies
 (`desk/evals/screening.yaml`, or `--screening-cases`): precision and recall, printed after the
 table and kept under `screening` in the JSON (`desk.screening_eval`).
@@ -37,6 +42,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, get_args
@@ -57,6 +63,9 @@ DEMO_CASES = Path(__file__).parent / "evals" / "demo.yaml"
 PASS_CATEGORY = evidence.PASS_CATEGORY  # the pass rule is shared: the inbox recomputes it
 PASS_CRITERIA = evidence.PASS_CRITERIA
 MONEY = r"re:(\$|€|£)\s?\d"
+QUOTE_WORDS = 8  # words in a row from a passage that make a quotation of it
+EXCERPT_CHARS = 90
+_WORD = re.compile(r"\w+")
 
 
 RETRIEVERS = get_args(RetrieverName)  # DESK_KNOWLEDGE_RETRIEVER's choices
@@ -81,7 +90,7 @@ class Case(BaseModel):
     customer: str = "Alex"
     messages: list[Said] = Field(min_length=1)
     category: str
-    articles: list[str] = Field(default_factory=list)
+    articles: list[str] | None = None  # []: no article applies; left out: not known
     must: list[str] = Field(default_factory=list)
     must_not: list[str] = Field(default_factory=list)
     reference: str | None = None  # the reply a reviewer sent (cases from the review log)
@@ -171,22 +180,82 @@ def load(path: Path) -> CaseFile:
 
 def met(criterion: str, text: str) -> bool:
     """Whether `text` says what `criterion` asks (see the module's docstring)."""
+    return said_where(criterion, text) is not None
+
+
+def said_where(criterion: str, text: str) -> str | None:
+    """Where in `text` `criterion` is met, with a few words around, on one line; None when it
+    is not."""
     if criterion.startswith("re:"):
-        return re.search(criterion[3:], text, re.IGNORECASE) is not None
-    lowered = " ".join(text.lower().split())
-    return any(
-        " ".join(alt.lower().split()) in lowered for alt in criterion.split("|") if alt.strip()
-    )
+        found = re.search(criterion[3:], text, re.IGNORECASE)
+    else:  # any alternative, case and runs of whitespace aside
+        alternatives = [r"\s+".join(map(re.escape, a.split())) for a in criterion.split("|")]
+        either = "|".join(f"(?:{a})" for a in alternatives if a)
+        found = re.search(either, text, re.IGNORECASE) if either else None
+    if found is None:
+        return None
+    start, end = max(0, found.start() - 30), found.end() + 30
+    shown = " ".join(text[start:end].split())
+    if start:  # whole words only
+        shown = "…" + shown.split(" ", 1)[-1]
+    if end < len(text):
+        shown = shown.rsplit(" ", 1)[0] + "…"
+    return _short(shown, EXCERPT_CHARS)
+
+
+def quotations(reply: str, passages: Iterable[Any]) -> dict[str, str]:
+    """The articles whose passages `reply` repeats, `QUOTE_WORDS` words in a row or more (case
+    and punctuation aside), each with the first words it repeats as the reply has them."""
+    runs: dict[tuple[str, ...], str] = {}
+    for passage in passages:
+        words = [w.lower() for w in _WORD.findall(passage.text)]
+        for n in range(len(words) - QUOTE_WORDS + 1):
+            runs.setdefault(tuple(words[n : n + QUOTE_WORDS]), passage.article)
+    said = list(_WORD.finditer(reply))
+    lowered = [m.group().lower() for m in said]
+    found: dict[str, str] = {}
+    n = 0
+    while n + QUOTE_WORDS <= len(said):
+        article = runs.get(tuple(lowered[n : n + QUOTE_WORDS]))
+        if article is None:
+            n += 1
+            continue
+        end = n + QUOTE_WORDS
+        while end < len(said) and runs.get(tuple(lowered[end - QUOTE_WORDS + 1 : end + 1])):
+            end += 1
+        text = " ".join(reply[said[n].start() : said[end - 1].end()].split())
+        found.setdefault(article, _short(text, EXCERPT_CHARS))
+        n = end
+    return found
+
+
+def _short(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
+
+
+def gist(reply: str) -> str:
+    """The start of a reply after its greeting, on one line."""
+    paragraphs = [" ".join(p.split()) for p in reply.split("\n\n") if p.strip()]
+    if (
+        len(paragraphs) > 1
+        and len(paragraphs[0]) < 40
+        and paragraphs[0].endswith((",", "，", "："))
+    ):
+        paragraphs = paragraphs[1:]
+    return _short(" ".join(paragraphs), EXCERPT_CHARS)
 
 
 @dataclass
 class Outcome:
     id: str
     category: str  # expected
+    articles: list[str] | None = None  # expected ([]: no article applies; None: not known)
     drafted_category: str | None = None
     reply: str = ""
     retrieved: list[str] = field(default_factory=list)
     cited: list[str] = field(default_factory=list)
+    quoted: list[str] = field(default_factory=list)  # articles whose passages the reply repeats
+    quotations: dict[str, str] = field(default_factory=dict)  # article: what it repeats
     missing: list[str] = field(default_factory=list)  # `must` not met
     said: list[str] = field(default_factory=list)  # `must_not` said
     criteria: int = 0
@@ -204,8 +273,27 @@ class Outcome:
         return self.drafted_category == self.category
 
     @property
+    def wrong_articles(self) -> list[str]:
+        return evidence.wrong_articles(self.articles, self.cited, self.quoted)
+
+    @property
     def ok(self) -> bool:
-        return self.error is None and self.category_ok and not self.missing and not self.said
+        return not self.failures()
+
+    def failures(self) -> list[tuple[str, str]]:
+        """What failed, each with an excerpt of the reply that shows it."""
+        if self.error is not None:
+            return [(self.error, "")]
+        found = []
+        if not self.category_ok:
+            found.append((f"category {self.drafted_category} (expected {self.category})", ""))
+        for wrong in self.wrong_articles:
+            named = wrong.replace(",", " ").split()
+            shown = [q for a, q in self.quotations.items() if a in named]
+            found.append((wrong, shown[0] if shown else gist(self.reply)))
+        found += [(f"missing {c!r}", gist(self.reply)) for c in self.missing]
+        found += [(f"said {c!r}", said_where(c, self.reply) or "") for c in self.said]
+        return found
 
 
 async def evaluate(case: Case, deps: Any, system: str) -> Outcome:
@@ -213,7 +301,7 @@ async def evaluate(case: Case, deps: Any, system: str) -> Outcome:
     from shared import similarity
 
     ticket, round_ = case.ticket()
-    outcome = Outcome(case.id, case.category)
+    outcome = Outcome(case.id, case.category, case.articles)
     passages = []
     if deps.knowledge is not None:
         passages = deps.knowledge.search(query(ticket, round_), deps.passages)
@@ -233,6 +321,9 @@ async def evaluate(case: Case, deps: Any, system: str) -> Outcome:
     outcome.drafted_category = written.draft.category
     outcome.reply = written.draft.reply
     outcome.cited = list(written.draft.sources)
+    if deps.knowledge is not None:
+        outcome.quotations = quotations(outcome.reply, deps.knowledge.passages)
+        outcome.quoted = list(outcome.quotations)
     outcome.warnings = written.problems
     outcome.missing = [c for c in case.must if not met(c, written.draft.reply)]
     outcome.said = [c for c in case.must_not if met(c, written.draft.reply)]
@@ -253,10 +344,12 @@ def summary(outcomes: list[Outcome]) -> dict[str, Any]:
     criteria = sum(o.criteria for o in outcomes)
     return {
         "cases": len(outcomes),
+        "cases_ok": _share(sum(o.ok for o in outcomes), len(outcomes)),
         "category_accuracy": _share(sum(o.category_ok for o in outcomes), len(outcomes)),
         "criteria": criteria,
         "criteria_met": _share(sum(o.criteria_met for o in outcomes), criteria),
         "must_not_said": sum(len(o.said) for o in outcomes),
+        "wrong_articles": sum(bool(o.wrong_articles) for o in outcomes),
         "retrieval_hit_rate": _share(sum(hits), len(hits)),
         "similarity_to_sent": round(sum(similar) / len(similar), 3) if similar else None,
         "errors": sum(o.error is not None for o in outcomes),
@@ -295,7 +388,14 @@ class Report:
             "overall": overall,
             "by_category": by_category,
             "passed": passed(overall),
-            "cases": [{**asdict(o), "ok": o.ok} for o in self.outcomes],
+            "cases": [
+                {
+                    **asdict(o),
+                    "ok": o.ok,
+                    "failures": [{"what": w, "excerpt": e} for w, e in o.failures()],
+                }
+                for o in self.outcomes
+            ],
             "screening": self.screening,
         }
 
@@ -310,13 +410,14 @@ def render(report: Report) -> str:
         f"eval {report.name} v{report.version} · {len(report.outcomes)} cases"
         f" · model {report.model} · prompt {report.prompt} · knowledge {report.knowledge}",
         "",
-        f"{'category':<10} {'cases':>5} {'category ok':>12} {'criteria met':>13}"
+        f"{'category':<10} {'cases':>5} {'cases ok':>9} {'category ok':>12} {'criteria met':>13}"
         f" {'retrieval hit':>14} {'like sent':>10} {'tokens':>8} {'cost':>10}",
     ]
     rows = [*data["by_category"].items(), ("all", data["overall"])]
     for name, s in rows:
         lines.append(
-            f"{name:<10} {s['cases']:>5} {_pct(s['category_accuracy']):>12}"
+            f"{name:<10} {s['cases']:>5} {_pct(s['cases_ok']):>9}"
+            f" {_pct(s['category_accuracy']):>12}"
             f" {_pct(s['criteria_met']):>13} {_pct(s['retrieval_hit_rate']):>14}"
             f" {_pct(s['similarity_to_sent']):>10}"
             f" {s['input_tokens'] + s['output_tokens']:>8} {'$' + format(s['usd'], '.4f'):>10}"
@@ -325,21 +426,17 @@ def render(report: Report) -> str:
     if failing:
         lines += ["", "cases not met:"]
         for o in failing:
-            why = []
-            if o.error:
-                why.append(o.error)
-            elif not o.category_ok:
-                why.append(f"category {o.drafted_category} (expected {o.category})")
-            why += [f"missing {c!r}" for c in o.missing]
-            why += [f"said {c!r}" for c in o.said]
-            lines.append(f"  {o.id}: " + "; ".join(why))
+            for n, (what, excerpt) in enumerate(o.failures()):
+                lead = f"  {o.id}: " if n == 0 else " " * (len(o.id) + 4)
+                lines.append(lead + what + (f" — “{excerpt}”" if excerpt else ""))
     overall = data["overall"]
     lines += [
         "",
-        f"must-not said: {overall['must_not_said']} · errors: {overall['errors']}"
+        f"must-not said: {overall['must_not_said']}"
+        f" · wrong article: {overall['wrong_articles']} · errors: {overall['errors']}"
         f" · passed: {'yes' if data['passed'] else 'no'}"
         f" (needs category ≥ {PASS_CATEGORY:.0%}, criteria ≥ {PASS_CRITERIA:.0%},"
-        " nothing it must not say, no errors)",
+        " nothing it must not say, no article where none applies, no errors)",
     ]
     if report.screening is not None:
         lines += ["", *screening_eval.render(report.screening)]

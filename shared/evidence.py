@@ -4,7 +4,8 @@ again from the report's own case results.
 Auto-send is enabled on the strength of a `desk eval --json` report sent with the request. The
 report's `passed` is a claim; what counts is its cases. `check` recomputes the figures the rule
 looks at from the case results (each case's expected and drafted category, its criteria and
-which were missed or said, its error), checks each case agrees with itself, and refuses a
+which were missed or said, the articles it expects and those its draft cited or quoted, its
+error), checks each case agrees with itself, and refuses a
 report whose cases do not pass, that has none, or that does not name the case file it was run
 on by its sha256 (`sha256sum` of the file, so anyone can tell which file it was). A report
 written by hand that claims `"passed": true` with no cases to show for it is refused.
@@ -19,6 +20,28 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 PASS_CATEGORY = 0.9  # cases whose drafted category is the expected one
 PASS_CRITERIA = 0.9  # `must` and `must_not` criteria met
+
+
+def wrong_articles(expected: list[str] | None, cited: list[str], quoted: list[str]) -> list[str]:
+    """What a draft got wrong about the knowledge base, one phrase each (none: nothing): a case
+    that expects no article (`[]`) fails when its draft cites one or quotes a passage of one (an
+    off-topic policy, cited or not); a case that expects articles fails when its draft relies
+    only on others; a case that does not say (None: from the review log) cannot fail so."""
+    relied = list(dict.fromkeys([*cited, *quoted]))
+    if expected is None:
+        return []
+    if not expected:
+        return [
+            *(f"cites {a}, where no article applies" for a in dict.fromkeys(cited)),
+            *(
+                f"quotes {a} without citing it, where no article applies"
+                for a in dict.fromkeys(quoted)
+                if a not in cited
+            ),
+        ]
+    if relied and not set(relied) & set(expected):
+        return [f"relies on {', '.join(relied)}, not on {', '.join(expected)}"]
+    return []
 
 
 class Unproven(Exception):
@@ -37,6 +60,9 @@ class CaseResult(BaseModel):
     criteria_met: int = Field(ge=0)
     missing: list[str]  # `must` not met
     said: list[str]  # `must_not` said
+    articles: list[str] | None  # expected ([]: no article applies; None: not known)
+    cited: list[str]
+    quoted: list[str]  # articles whose passages the reply repeats, cited or not
     error: str | None
 
     @model_validator(mode="after")
@@ -83,18 +109,21 @@ def figures(cases: list[CaseResult]) -> dict[str, Any]:
         "criteria": criteria,
         "criteria_met": share(sum(c.criteria_met for c in cases), criteria),
         "must_not_said": sum(len(c.said) for c in cases),
+        "wrong_articles": sum(bool(wrong_articles(c.articles, c.cited, c.quoted)) for c in cases),
         "errors": sum(c.error is not None for c in cases),
     }
 
 
 def passes(overall: dict[str, Any]) -> bool:
     """The rule: the category right in at least 90 % of the cases, at least 90 % of the
-    criteria met (all, when there are none), nothing it must not say, no case failed."""
+    criteria met (all, when there are none), nothing it must not say, no draft relying on an
+    article that does not apply (`wrong_articles`), no case failed."""
     met = overall["criteria_met"]
     return (
         (overall["category_accuracy"] or 0) >= PASS_CATEGORY
         and (met if met is not None else 1) >= PASS_CRITERIA
         and overall["must_not_said"] == 0
+        and overall["wrong_articles"] == 0
         and overall["errors"] == 0
     )
 
@@ -124,7 +153,8 @@ def check(report: Any, category: str) -> dict[str, Any]:
         raise Unproven(
             "the eval report's case results do not pass: category right in "
             f"{_pct(overall['category_accuracy'])}, criteria met {_pct(overall['criteria_met'])}, "
-            f"{overall['must_not_said']} must-not said, {overall['errors']} errors"
+            f"{overall['must_not_said']} must-not said, {overall['wrong_articles']} drafts "
+            f"relying on an article that does not apply, {overall['errors']} errors"
         )
     own = [c for c in found.cases if c.category == category]
     if not own:

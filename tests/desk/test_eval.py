@@ -1,9 +1,11 @@
 """`desk eval` as a user runs it: the demo set through the built-in model, a set through a real
-OpenAI-compatible HTTP server (FakeLLM) whose answers follow the system prompt it is sent, and
-the errors a bad case file or prompt gets."""
+OpenAI-compatible HTTP server (FakeLLM) whose answers follow the system prompt it is sent, the
+errors a bad case file or prompt gets, and the scoring rules (a draft that cites or quotes an
+article where none applies fails; `must` and `must_not` are read in the reply)."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -13,9 +15,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
-from desk.evaluation import DEMO_CASES, Case, load, met
+from desk.evaluation import (
+    DEMO_CASES,
+    MONEY,
+    Case,
+    CaseFile,
+    Outcome,
+    candidate,
+    load,
+    met,
+    quotations,
+    render,
+    run,
+)
 from desk.helpdesk import DEMO_KNOWLEDGE
 from services.drafter.knowledge import Knowledge
 from shared import evidence
@@ -81,6 +96,8 @@ def test_the_demo_set_runs_through_the_built_in_model_and_passes(tmp_path: Path)
     assert "passed: yes" in run.stdout
     data = json.loads(report.read_text())
     assert data["passed"] is True
+    # no off-topic policy: no draft cites or quotes an article where none applies
+    assert data["overall"]["wrong_articles"] == 0
     assert data["overall"]["cases"] == len(cases.cases)
     assert data["overall"]["retrieval_hit_rate"] >= 0.9
     assert set(data["by_category"]) >= {"refund", "billing", "invoice", "account"}
@@ -100,6 +117,7 @@ def test_every_expected_article_exists_and_every_must_is_in_its_articles() -> No
     articles = knowledge.articles()
     text = {a: " ".join(p.text for p in knowledge.passages if p.article == a) for a in articles}
     for case in load(DEMO_CASES).cases:
+        assert case.articles is not None, case.id  # [] when no article applies
         assert set(case.articles) <= articles, case.id
         for criterion in case.must if case.articles else []:
             if not criterion.startswith("re:"):
@@ -185,7 +203,177 @@ def test_the_round_is_what_the_customer_wrote_after_the_last_agent_message() -> 
     assert not met("5 business days", "within 5 days")
 
 
-# -- the foreign-data screen --------------------------------------------------------------------
+# -- the scoring rules ------------------------------------------------------------------------
+
+# desk/knowledge/refunds.md, word for word: the policy the review found pasted into bug reports
+REFUND_POLICY = (
+    "We refund a payment in full when it was taken by mistake, when an item arrived damaged or "
+    "never arrived"
+)
+LOOKING = "Hi Ali,\n\nThank you. Our engineers are looking into it.\n\nThe Support Team"
+SIGNED = "Thank you. Our engineers are looking into it. The Support Team"
+
+
+def outcome(**given: Any) -> Outcome:
+    defaults: dict[str, Any] = {
+        "id": "c1",
+        "category": "bug",
+        "articles": [],
+        "drafted_category": "bug",
+        "reply": LOOKING,
+    }
+    return Outcome(**{**defaults, **given})
+
+
+def test_a_case_expecting_no_article_fails_when_its_draft_cites_one() -> None:
+    assert outcome().ok and outcome().failures() == []
+    cited = outcome(cited=["refunds"])
+    assert not cited.ok
+    assert cited.failures() == [  # with the start of the reply after its greeting
+        ("cites refunds, where no article applies", SIGNED)
+    ]
+    # a case that expects articles may cite them (and others besides); relying only on others
+    # is the same off-topic policy
+    assert outcome(articles=["refunds"], cited=["refunds", "shipping"]).ok
+    [(what, _)] = outcome(articles=["invoices"], cited=["exports"]).failures()
+    assert what == "relies on exports, not on invoices"
+    # a case from the review log does not know which articles apply: no verdict on them
+    assert outcome(articles=None, cited=["refunds"], quoted=["shipping"]).ok
+
+
+def test_a_passage_quoted_without_citing_it_fails_a_case_expecting_no_article() -> None:
+    passages = Knowledge(DEMO_KNOWLEDGE).passages
+    reply = f"Hi Ali,\n\nThanks for the report. {REFUND_POLICY}.\n\nThe Support Team"
+    found = quotations(reply, passages)
+    assert found == {"refunds": REFUND_POLICY[:89] + "…"}  # the words repeated, cut short
+    quoted = outcome(reply=reply, quoted=list(found), quotations=found)
+    assert quoted.failures() == [
+        ("quotes refunds without citing it, where no article applies", found["refunds"])
+    ]
+    # case, punctuation and line breaks aside; eight words in a row make a quotation, seven not
+    assert list(quotations("we REFUND a payment,\nin full, when it", passages)) == ["refunds"]
+    assert quotations("We refund a payment in full when", passages) == {}
+    assert quotations(LOOKING, passages) == {}
+    # a case that expects the article may quote it
+    assert outcome(articles=["refunds"], reply=reply, quoted=["refunds"], quotations=found).ok
+
+
+def test_a_run_names_each_failure_and_does_not_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Drafted through a real model endpoint: a draft pasting the refund policy into a bug report
+    (uncited), one citing it, a refund reply missing its fact and naming a sum, and a clean one;
+    the report, the table and the inbox's evidence agree on what failed."""
+
+    def said(subject: str, must: tuple[str, ...] = (), articles: tuple[str, ...] = ()) -> Any:
+        text = f"{subject}: please help."
+        return {"id": subject.split()[0].lower(), "subject": subject, "category": "bug",
+                "messages": [{"from": "customer", "text": text}], "articles": list(articles),
+                "must": list(must), "must_not": [MONEY]}  # fmt: skip
+
+    cases = CaseFile.model_validate(
+        {
+            "version": 1,
+            "name": "rules",
+            "cases": [
+                said("Photo upload crashes"),
+                said("Webhook stopped"),
+                {**said("Refund slow", ("5 business days",), ("refunds",)), "category": "refund"},
+                said("Calendar broken", ("re:look(ing)? into",)),
+            ],
+        }
+    )
+    cases.sha256 = "ab" * 32
+    replies = {
+        "Photo upload crashes": (f"Hi, {REFUND_POLICY}. The Support Team", [], "bug"),
+        "Webhook stopped": ("Hi, we are looking into it. The Support Team", ["refunds"], "bug"),
+        "Refund slow": ("Hi, your refund of $5 is on its way. The Support Team", [], "refund"),
+        "Calendar broken": ("Hi, we are looking into it. The Support Team", [], "bug"),
+    }
+
+    def responder(body: dict[str, Any]) -> dict[str, Any]:
+        user = body["messages"][-1]["content"]
+        [(reply, sources, category)] = [r for s, r in replies.items() if s in user]
+        return {**default_responder(body), "reply": reply, "sources": sources,
+                "category": category}  # fmt: skip
+
+    for name in [k for k in os.environ if k.startswith(("DESK_", "LLM_"))]:
+        monkeypatch.delenv(name)
+    with FakeLLM() as llm:
+        llm.responder = responder
+        monkeypatch.setenv("DESK_LLM_BASE_URL", llm.url)
+        monkeypatch.setenv("DESK_LLM_API_KEY", "k")
+        monkeypatch.setenv("DESK_VAR_DIR", str(tmp_path))
+        report = asyncio.run(run(cases, candidate(None, DEMO_KNOWLEDGE), "Draft.", "rules"))
+    data = report.as_json()
+    ok = {c["id"]: c["ok"] for c in data["cases"]}
+    assert ok == {"photo": False, "webhook": False, "refund": False, "calendar": True}
+    failures = {c["id"]: c["failures"] for c in data["cases"]}
+    assert failures["photo"] == [
+        {
+            "what": "quotes refunds without citing it, where no article applies",
+            "excerpt": REFUND_POLICY[:89] + "…",
+        }
+    ]
+    assert [f["what"] for f in failures["webhook"]] == ["cites refunds, where no article applies"]
+    assert failures["refund"] == [
+        {"what": "missing '5 business days'", "excerpt": "Hi, your refund of $5 is on its way. "
+         "The Support Team"},
+        {"what": f"said {MONEY!r}", "excerpt": "Hi, your refund of $5 is on its way. The Support…"},
+    ]  # fmt: skip
+    overall = data["overall"]
+    assert (overall["wrong_articles"], overall["must_not_said"]) == (2, 1)
+    assert (overall["cases_ok"], data["passed"]) == (0.25, False)
+    table = render(report)
+    assert (
+        "  photo: quotes refunds without citing it, where no article applies — “We refund" in table
+    )
+    assert "  webhook: cites refunds, where no article applies" in table
+    assert "  refund: missing '5 business days' — “Hi, your refund of $5" in table
+    assert "wrong article: 2" in table and "passed: no" in table
+    # the inbox, shown this report with its claim changed, works out the same verdict
+    with pytest.raises(evidence.Unproven, match="2 drafts relying on an article that does not"):
+        evidence.check({**data, "passed": True}, "bug")
+    assert (
+        evidence.figures([evidence.CaseResult.model_validate(c) for c in data["cases"]]).items()
+        <= overall.items()
+    )
+
+
+def test_the_evidence_fails_a_case_citing_an_article_where_none_applies() -> None:
+    """What auto-send is enabled with: a report whose no-article case cites an article does not
+    pass however it was written, and one without the articles of its cases shows nothing."""
+    case = {"id": "T1003-r2", "category": "bug", "drafted_category": "bug", "criteria": 0,
+            "criteria_met": 0, "missing": [], "said": [], "articles": [], "cited": [],
+            "quoted": [], "error": None}  # fmt: skip
+    report = {
+        "cases_file": {"name": "demo", "version": 2, "sha256": "ab" * 32},
+        "model": "m",
+        "passed": True,
+        "cases": [case],
+    }
+    assert evidence.check(report, "bug")["overall"]["wrong_articles"] == 0
+    for wrong in ({"cited": ["refunds"]}, {"quoted": ["refunds"]}):
+        with pytest.raises(evidence.Unproven, match="1 drafts relying on an article"):
+            evidence.check({**report, "cases": [{**case, **wrong}]}, "bug")
+    unnamed = {k: v for k, v in case.items() if k != "articles"}
+    with pytest.raises(evidence.Unproven, match=r"cases\.0\.articles: Field required"):
+        evidence.check({**report, "cases": [unnamed]}, "bug")
+
+
+def test_the_demo_set_holds_the_reviews_tickets_and_rounds_of_every_kind() -> None:
+    cases = {c.id: c for c in load(DEMO_CASES).cases}
+    for ticket in ("T1003", "T1036", "T1021", "T1028", "T1031"):  # the review's (issue 39)
+        [found] = [c for i, c in cases.items() if i.startswith(f"{ticket}-r") and "-" not in i[6:]]
+        assert found.articles == [] and found.must and found.must_not, ticket
+    rounds = [c for i, c in cases.items() if i[0] == "T"]
+    assert len(rounds) >= 20
+    assert sum(len(c.messages) > 1 for c in rounds) >= 10  # follow-ups and second messages
+    assert sum(not c.articles for c in cases.values()) >= 15
+    assert (
+        sum(not c.messages[-1].text.isascii() for c in rounds) >= 3
+    )  # zh, de, fr, es --------------------------------------------------------------------
+
 
 SCREENING = {
     "version": 2,
