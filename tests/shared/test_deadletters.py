@@ -147,6 +147,23 @@ async def test_replay_republishes_the_exact_bytes_and_removes_the_dead_letter(bu
     assert len(await messages(bus.js, subjects.WORK)) == 3  # two originals, one replay
 
 
+async def test_replay_all_replays_what_is_outstanding_once_even_when_it_fails_again(
+    bus: Bus,
+) -> None:
+    """The consumer still refuses: every replayed letter comes back as a new one, and Replay
+    all ends after the letters it found, leaving the new ones for the next call."""
+    await dead_letter(bus, b"one", b"two")
+    async with running(bus, refuse):
+        replayed, refused = await deadletters.replay_all(bus)
+
+        async def back() -> bool:
+            return [d.id for d in await deadletters.list_dead_letters(bus.js)] == [3, 4]
+
+        await eventually(back, message="both replays dead-lettered again")
+    assert ([r.id for r in replayed], refused) == ([1, 2], {})
+    assert [r.duplicate for r in replayed] == [False, False]
+
+
 async def test_a_replay_interrupted_before_the_delete_is_not_published_twice(bus: Bus) -> None:
     await dead_letter(bus, b"once")
     letter = await deadletters.get_dead_letter(bus.js, 1)
