@@ -113,7 +113,7 @@ def shares_chart(by_category: dict[str, dict[str, Any]], width: int = 720) -> Ch
         if share is None:
             chart.labels.append(Label(left, y + 17, "no reply sent"))
             continue
-        sent = int(figures.get("accept") or 0) + int(figures.get("edit") or 0)
+        sent = int(figures.get("replies_sent") or 0)
         title = f"{name}: {percent(share)} of {sent} sent unedited"
         chart.bars.append(Bar(left, y + 4, plot_w, row - 8, "rest", title))
         chart.bars.append(Bar(left, y + 4, _r(plot_w * share), row - 8, "share", title))

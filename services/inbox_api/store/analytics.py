@@ -5,8 +5,11 @@ Every group (overall, a category, a day) has the same figures:
 
 - `decisions`, the count of each kind (`accept`, `edit`, `response`, `ignore`), and `rates`:
   each kind's share of the decisions;
-- `unedited_share`: accepts / (accepts + edits) on reply drafts, the share of the replies sent
-  as the model wrote them;
+- `unedited_share`: accepts / (accepts + edits) on reply drafts whose reply went out (`sent`, or
+  still `sending`: `WENT_OUT`), the share of the replies sent as the model wrote them; an
+  approved reply the sender withdrew (the ticket changed first), that failed or that a newer
+  version superseded never reached the customer and counts neither way; `replies_sent`: how
+  many went out;
 - `edit_ratio`: over the edits of reply drafts, the mean of 1 - `difflib.SequenceMatcher`'s
   ratio between the draft and the text sent, character by character (0: unchanged, 1: nothing
   in common); `changed_chars`: the mean count of characters the same comparison removed from
@@ -41,6 +44,9 @@ from .errors import Invalid
 from .tables import DecisionRow, ItemRow, as_utc, now
 
 KINDS: tuple[str, ...] = get_args(DecisionType)  # accept, edit, response, ignore
+# an approved reply's item statuses while it is being sent and once it is: not withdrawn, failed
+# or superseded (the auto-send evidence counts the same replies)
+WENT_OUT = ("sending", "sent")
 REVIEW_DAYS = 30
 MAX_REVIEW_DAYS = 365
 
@@ -55,6 +61,7 @@ class Reviewed:
     seconds: float | None  # from the item version's creation to the decision
     on_draft: bool  # a decision on a reply draft (not on a supervisor notification)
     edit: tuple[float, int] | None = None  # an edited draft's (edit ratio, changed characters)
+    went_out: bool = True  # its item's status is in WENT_OUT
 
 
 def review_days(text: str | None) -> int:
@@ -88,6 +95,7 @@ def review(
             col(DecisionRow.final_text),
             col(ItemRow.action),
             col(ItemRow.created_at),
+            col(ItemRow.status),
         )
         .join(ItemRow, col(ItemRow.id) == col(DecisionRow.item_id), isouter=True)
         .where(col(DecisionRow.decided_at) >= since, col(DecisionRow.decided_at) <= until)
@@ -95,7 +103,7 @@ def review(
     with engine.connect() as connection:
         rows = connection.execute(query).all()
     reviewed = []
-    for kind, category, decided, draft, final, action, created in rows:
+    for kind, category, decided, draft, final, action, created, status in rows:
         decided_at, created_at = as_utc(decided), as_utc(created)
         assert decided_at is not None
         on_draft = action == SEND_REPLY
@@ -107,6 +115,7 @@ def review(
                 seconds=(decided_at - created_at).total_seconds() if created_at else None,
                 on_draft=on_draft,
                 edit=edit_distance(draft, final) if on_draft and kind == "edit" else None,
+                went_out=status in WENT_OUT,
             )
         )
     return figures(reviewed, days, since, until)
@@ -138,7 +147,7 @@ def summary(reviewed: Iterable[Reviewed]) -> dict[str, Any]:
     """One group's figures (see the module's docstring)."""
     rows = list(reviewed)
     counts = {kind: sum(1 for r in rows if r.kind == kind) for kind in KINDS}
-    sent = [r for r in rows if r.on_draft and r.kind in ("accept", "edit")]
+    sent = [r for r in rows if r.on_draft and r.kind in ("accept", "edit") and r.went_out]
     accepted = sum(1 for r in sent if r.kind == "accept")
     edits = [r.edit for r in rows if r.edit is not None]
     seconds = sorted(r.seconds for r in rows if r.seconds is not None)
@@ -147,6 +156,7 @@ def summary(reviewed: Iterable[Reviewed]) -> dict[str, Any]:
         **counts,
         "rates": {kind: _share(n, len(rows)) for kind, n in counts.items()},
         "unedited_share": _share(accepted, len(sent)),
+        "replies_sent": len(sent),
         "edit_ratio": round(sum(e[0] for e in edits) / len(edits), 4) if edits else None,
         "changed_chars": round(sum(e[1] for e in edits) / len(edits), 1) if edits else None,
         "edits_measured": len(edits),

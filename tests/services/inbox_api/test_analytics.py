@@ -6,14 +6,19 @@ from __future__ import annotations
 import datetime as dt
 import re
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from sqlmodel import Session
 
+from services.inbox_api import store
 from services.inbox_api.store.analytics import Reviewed, figures, percentile
 from shared.bus import Bus
+from shared.db import make_engine
 from shared.inbox import InboxItem
+from shared.results import REPLY_FAILED, REPLY_SENT, REPLY_WITHDRAWN
 from shared.similarity import edit_distance
 from tests.helpers import eventually
 from tests.inbox_items import draft_item, notify_item, publish_item
@@ -69,6 +74,36 @@ def test_figures_leave_escalations_out_of_the_unedited_share_and_fill_every_day(
     assert overall["unedited_share"] == 0.5  # the escalation's ignore is no reply draft
     assert overall["rates"] == {"accept": 0.3333, "edit": 0.3333, "response": 0.0, "ignore": 0.3333}
     assert overall["time_to_decision_seconds"]["median"] == 100.0
+
+
+def test_an_approved_reply_that_never_went_out_counts_as_no_reply_sent(tmp_path: Path) -> None:
+    """The review figures and the auto-send evidence count the replies that reached the
+    customer (or are on their way): an accept whose reply the sender withdrew (the ticket changed
+    first) or failed to deliver is no reply "sent unedited"."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'inbox.sqlite'}")
+    store.create_tables(engine)
+    items = {
+        name: draft_item(f"T{name}{uuid.uuid4().hex[:6]}", category="refund")
+        for name in ("sent", "sending", "withdrawn", "failed", "edited")
+    }
+    reviewer = store.Reviewer("reviewer", "reviewer")
+    for name, item in items.items():
+        store.project(engine, item)
+        edit = name == "edited"
+        store.decide(engine, item.id, "edit" if edit else "accept", "Hi!" if edit else None, 1,
+                     reviewer)  # fmt: skip
+    for name, result in (("sent", REPLY_SENT), ("withdrawn", REPLY_WITHDRAWN),
+                         ("failed", REPLY_FAILED), ("edited", REPLY_SENT)):  # fmt: skip
+        status = result.removeprefix("reply.")
+        assert store.set_result(engine, items[name].id, status, {"type": result})
+    figures = store.review(engine, days=1)["by_category"]["refund"]
+    assert (figures["accept"], figures["edit"]) == (4, 1)  # what reviewers decided
+    assert figures["unedited_share"] == round(2 / 3, 4)  # of sent, still sending, the edit sent
+    assert figures["replies_sent"] == 3
+    with Session(engine) as session:
+        shown = store.autosend.evidence(session, "refund", store.autosend.Policy(evidence=10))
+    assert (shown["decisions"], shown["unedited_accepts"]) == (3, 2)
+    engine.dispose()
 
 
 # -- /api/stats on a real inbox ---------------------------------------------------------------

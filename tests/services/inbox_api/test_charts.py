@@ -45,8 +45,9 @@ def test_an_empty_window_draws_axes_and_no_bars() -> None:
 def test_a_category_s_bar_is_its_unedited_share_and_escalations_say_no_reply_was_sent() -> None:
     chart = shares_chart(
         {
-            "refund": {"unedited_share": 0.75, "accept": 3, "edit": 1},
-            "escalation": {"unedited_share": None, "accept": 0, "edit": 0},
+            # 4 accepts and an edit, one accept withdrawn before it went out: 3 of the 4 sent
+            "refund": {"unedited_share": 0.75, "accept": 4, "edit": 1, "replies_sent": 4},
+            "escalation": {"unedited_share": None, "accept": 0, "edit": 0, "replies_sent": 0},
         },
         width=720,
     )
