@@ -578,6 +578,7 @@ def _owner(metric: str) -> tuple[str, ...]:
     owner = next((s for s in SERVICES if metric.startswith(f"desk_{s}_")), None)
     owner = owner or ("ingress" if metric.startswith("desk_imap_") else None)  # its metrics.py
     owner = owner or ("inbox_api" if metric.startswith("desk_inbox_") else None)
+    owner = owner or ("drafter" if metric.startswith("desk_model_") else None)  # its endpoint
     return (owner,) if owner else SERVICES
 
 
@@ -909,6 +910,17 @@ PROMTOOL_TESTS: dict[str, Any] = {
             ],
             _expect("3m", "DeskMailIntakeFailing"),
             _expect("25m", "DeskMailIntakeFailing", {**CRITICAL, "pod": "imap-a"}),
+        ),
+        # a drafter whose model has been down for 3 minutes fires (a minute's blip does not,
+        # nor does a drafter whose model answers); up again, it stops
+        _case(
+            [
+                _series("desk_model_up", "1x5 0x10 1x10", namespace="desk", pod="drafter-a"),
+                _series("desk_model_up", "1x5 0 1x20", namespace="desk", pod="drafter-b"),
+            ],
+            _expect("7m", "DeskModelDown"),
+            _expect("9m", "DeskModelDown", {**CRITICAL, "namespace": "desk", "pod": "drafter-a"}),
+            _expect("20m", "DeskModelDown"),
         ),
         # a target down, and a service no target of which is scraped
         _case(
