@@ -479,6 +479,7 @@ class FakeLLM:
                 return JSONResponse(error_body(status), status)
             if self.outage == "hang":
                 self._take({"outage": "hang"}, step=False)
+                await request.body()  # read (and kept) before a client gives up on the answer
                 await self._server.sleep(self.outage_seconds)
             if busy:
                 headers = {}
