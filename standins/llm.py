@@ -480,7 +480,9 @@ class FakeLLM:
             if self.outage == "hang":
                 self._take({"outage": "hang"}, step=False)
                 await request.body()  # read (and kept) before a client gives up on the answer
-                await self._server.sleep(self.outage_seconds)
+                until = time.monotonic() + self.outage_seconds
+                while self.outage == "hang" and time.monotonic() < until:  # or `restore()`
+                    await self._server.sleep(0.1)
             if busy:
                 headers = {}
                 if self.busy_retry_after is not None:

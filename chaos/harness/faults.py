@@ -1,6 +1,8 @@
 """The fault injector: SIGKILL each service once and the broker once (in a cluster, the node
-leading the events stream), LLM 503s, a channel outage, a PostgreSQL outage with --postgres;
-a stale scan between two faults. Each fault is recorded, with any recovery that did not come."""
+leading the events stream), LLM 503s, a model outage (500s, then refused connections, then
+answers slower than the drafter's timeout: three minutes at the default size), a channel
+outage, a PostgreSQL outage with --postgres; a stale scan between two faults. Each fault is
+recorded, with any recovery that did not come."""
 
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ from .stack import SERVICES, is_nats, is_service, nats_pids, service_pid
 
 def injector(run: Run, llm: FakeLLM, channel: FakeChannel, seed: int) -> None:
     rng = random.Random(f"{seed}/faults")
-    faults = [f"kill:{s}" for s in SERVICES] + ["kill:nats", "llm:503", "channel:503"]
+    faults = [f"kill:{s}" for s in SERVICES] + ["kill:nats", "llm:503", "llm:outage"]
+    faults.append("channel:503")
     if run.database_url:
         faults.append("postgres:outage")
     rng.shuffle(faults)
@@ -56,6 +59,8 @@ def injector(run: Run, llm: FakeLLM, channel: FakeChannel, seed: int) -> None:
                 run, lambda pid=pid, what=what: (service_pid(run.var, what) or pid) != pid, 20
             ):
                 run.fault_problems.append(f"{what} was not restarted within 20s")
+        elif fault == "llm:outage":
+            model_outage(run, llm, outage_seconds(run.events))
         elif kind == "llm":
             times = rng.randint(4, 10)
             llm.fail_next(503, times=times)
@@ -91,6 +96,32 @@ def kill_broker(run: Run) -> None:
     log(f"SIGKILL {what} pid {pid}")
     if not _wait(run, lambda: nats_pids(run.var).get(name, pid) != pid, 40):
         run.fault_problems.append(f"nats-server {name} was not restarted within 40s")
+
+
+def outage_seconds(events: int) -> float:
+    """A model outage's length: three minutes at the default 2,000 events, shorter in a small
+    run (at least 6 s, so each of its three kinds meets the drafter's breaker)."""
+    return max(6.0, min(180.0, events * 0.09))
+
+
+def model_outage(run: Run, llm: FakeLLM, seconds: float) -> None:
+    """The model endpoint away for `seconds`: a third answering 500, a third refusing
+    connections, a third hanging past the drafter's timeout. Tickets wait for it; none may
+    be dead-lettered (the report's invariants say so)."""
+    third = seconds / 3
+    llm.down("error", status=500)
+    log(f"model endpoint down for {seconds:.0f}s: 500s")
+    run.stop.wait(third)
+    llm.stop()
+    log("model endpoint refusing connections")
+    run.stop.wait(third)
+    llm.start()
+    llm.down("hang", seconds=max(120.0, third * 2))
+    log("model endpoint hanging past the timeout")
+    run.stop.wait(third)
+    llm.restore()
+    run.faults.append(f"model outage {seconds:.0f}s (500, refused, hanging)")
+    log("model endpoint answering again")
 
 
 def database_outage(run: Run, seconds: float) -> None:

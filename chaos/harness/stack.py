@@ -82,6 +82,8 @@ def start_stack(
             "DESK_MAX_DELIVER": "20",
             "DESK_LLM_BASE_URL": llm_url,
             "DESK_LLM_API_KEY": "x",
+            "DESK_LLM_PROBE_INTERVAL": "5",  # a model outage's end is found within seconds
+            "DESK_LLM_TIMEOUT": "10",  # and its hanging third costs a probe 10 s, not 60
             "DESK_CHANNEL": "webhook",
             "DESK_CHANNEL_URL": channel_url,
             "DESK_CHANNEL_SECRET": channel_secret,
