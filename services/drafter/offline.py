@@ -1,8 +1,13 @@
 """The built-in offline draft model: deterministic, no network, same chat-model interface.
 
 Used when no LLM endpoint is configured, so `desk up` drafts the demo tickets anywhere. It
-classifies by keywords, fills a reply template per category, and adds each piece of reviewer
-feedback to the reply visibly. A fallback for demos and tests, not a stand-in for quality.
+classifies by keywords and writes to the round's newest customer message: when the prompt
+offers knowledge passages, the sentences of the one that best answers that message (cited);
+when it offers none, no policy at all, only what the team will do and what it needs from the
+customer. It follows the reviewers' simple instructions (feedback, and the standing
+instructions of its category: "do not write 'X'", "say that X", "ask for X", apologise, shorter,
+more formal) and never copies them into the reply; the summary counts those it could not
+follow. A fallback for demos and tests, not a stand-in for quality.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from .prompt import FEEDBACK_HEADER
+from shared import similarity
+
+from .prompt import FEEDBACK_HEADER, INSTRUCTIONS_HEADER
 
 _KEYWORDS: list[tuple[str, tuple[str, ...]]] = [
     (
@@ -44,6 +51,10 @@ _KEYWORDS: list[tuple[str, tuple[str, ...]]] = [
             "overcharge",
             "subscription fee",
             "cancel",
+            "discount",
+            "coupon",
+            "promo code",
+            "checkout",
             "débité",
             "扣款",
             "扣费",
@@ -61,6 +72,10 @@ _KEYWORDS: list[tuple[str, tuple[str, ...]]] = [
             "two-factor",
             "account access",
             "verification code",
+            "delete my account",
+            "my account deleted",
+            "konto",
+            "compte",
             "账号",
             "密码",
             "登录",
@@ -79,36 +94,61 @@ _KEYWORDS: list[tuple[str, tuple[str, ...]]] = [
             "fails",
             "failed",
             "export",
+            "freez",
+            "invit",
             "崩溃",
             "错误",
         ),
     ),
 ]
 
-_TEMPLATES = {
-    "refund": "Thank you for getting in touch about a refund. I have passed your request to our "
-    "billing team with the details of your order; they will review it and confirm the outcome "
-    "to you by email.",
-    "billing": "Thank you for letting us know about the charge on your account. I have asked our "
-    "billing team to check the payments on your account; a charge taken in error will be "
-    "reversed, and we will confirm by email once it is done.",
-    "invoice": "Thank you for your message about your invoice. I have asked our billing team to "
-    "issue the document you need with the correct details; you will receive it by email.",
-    "bug": "Thank you for reporting this problem, and sorry for the trouble it is causing. I have "
-    "shared your description with our engineering team, who are looking into it. Please reply "
-    "with any error message you see; we will let you know as soon as it is fixed.",
-    "account": "Thank you for reaching out about access to your account. For your security we "
-    "verify your identity before changing anything: please reply from the email address "
-    "registered on the account and we will take it from there.",
-    "other": "Thank you for your message. I have passed it to the right team and we will get "
-    "back to you shortly.",
+# What the team does next, per category: no policy (no times, outcomes or eligibility), only
+# who looks at it. A draft states a policy only as an offered passage of the knowledge base does.
+_NEXT = {
+    "refund": "I have passed your request to our billing team, who will review it and reply to "
+    "you here.",
+    "billing": "I have asked our billing team to check the payments on your account; we will "
+    "reply here as soon as they have.",
+    "invoice": "I have asked our billing team to look into your invoice; we will reply here once "
+    "they have.",
+    "bug": "I have shared your description with our engineering team, who are looking into it.",
+    "account": "I have passed your request to our account team, who will look into it.",
+    "other": "I have passed your message to the right team, who will look into it and reply here.",
 }
+# What the team needs, per category: (what says it is given already, the question). None: ask
+# nothing.
+_ASK: dict[str, tuple[re.Pattern[str] | None, str] | None] = {
+    "refund": (
+        re.compile(r"#\s?\d{3,}|\border\s+(?:no\.?\s*|number\s+)?\d{3,}", re.I),
+        "Could you send us the order number, so that we can find the payment?",
+    ),
+    "billing": (
+        re.compile(r"#\s?\d{3,}|\border\s+(?:no\.?\s*|number\s+)?\d{3,}", re.I),
+        "Could you send us the order number and the date of the payment?",
+    ),
+    "invoice": (
+        re.compile(r"\bINV-[\w-]+", re.I),
+        "Could you send us the invoice number and the details the invoice should show?",
+    ),
+    "bug": (
+        re.compile(r"\b(?:v(?:ersion)?\s?)?\d+\.\d+(?:\.\d+)?\b", re.I),
+        "Could you tell us the app version and the device or browser you use, and the steps "
+        "that lead to the problem?",
+    ),
+    "account": (
+        None,
+        "So that we can check it is you, please reply from the email address registered on "
+        "your account.",
+    ),
+    "other": None,
+}
+_BUG_DETAILS = "If you see an error message, a screenshot of it would help us."
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _TICKET = re.compile(r"<ticket>\s*(.*?)\s*</ticket>", re.DOTALL)
 _KNOWLEDGE = re.compile(r"<knowledge>\s*(.*?)\s*</knowledge>", re.DOTALL)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-FACT_SENTENCES = 3  # of the best passage, quoted as the answer's facts
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+FACT_SENTENCES = 3  # of the passage that best answers the newest message, quoted as facts
 
 
 def classify(text: str) -> str:
@@ -131,6 +171,12 @@ def _section(text: str, header: str) -> list[str]:
     return items
 
 
+def _standing(prompt: str, category: str) -> list[str]:
+    """The standing instructions of `category` (the prompt's "- category: text" lines)."""
+    found = [line.split(": ", 1) for line in _section(prompt, INSTRUCTIONS_HEADER)]
+    return [pair[1] for pair in found if len(pair) == 2 and pair[0] == category]
+
+
 def _sentence(text: str) -> str:
     text = text.strip()
     if not text:
@@ -149,80 +195,215 @@ def _quoted(pattern: re.Pattern[str], prompt: str) -> Any:
         return None
 
 
-def _best_passage(prompt: str) -> dict[str, str] | None:
-    """The first (best) knowledge passage the prompt quotes, if any."""
+def _offered(prompt: str) -> list[dict[str, str]]:
+    """The knowledge passages the prompt offers (none: no passage applies)."""
     passages = _quoted(_KNOWLEDGE, prompt)
-    if isinstance(passages, list) and passages and isinstance(passages[0], dict):
-        best = passages[0]
-        if isinstance(best.get("article"), str) and isinstance(best.get("text"), str):
-            return best
-    return None
+    if not isinstance(passages, list):
+        return []
+    return [
+        p
+        for p in passages
+        if isinstance(p, dict)
+        and isinstance(p.get("article"), str)
+        and isinstance(p.get("text"), str)
+    ]
 
 
-def _facts(text: str) -> str:
-    """The passage's first sentences, on one line: the policy as the article states it."""
+def _newest(body: str) -> str:
+    """The round's newest customer message: the last paragraph of what the reply answers (the
+    round's messages are quoted oldest first)."""
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", body) if p.strip()]
+    return paragraphs[-1] if paragraphs else ""
+
+
+def _question(text: str) -> str | None:
+    """The last question `text` asks, if it asks one."""
+    asked = [s for s in _SENTENCE_END.split(" ".join(text.split())) if s.endswith(("?", "？"))]
+    return asked[-1] if asked else None
+
+
+def _facts(text: str, about: str) -> str:
+    """The passage's sentences that answer `about` (those sharing most of its terms, in the
+    passage's order), on one line: the policy as the article states it; its first sentences
+    when none shares a term."""
     sentences = _SENTENCE_END.split(" ".join(text.split()))
-    return " ".join(sentences[:FACT_SENTENCES])
+    wanted = similarity.terms(about)
+    shared = [len(similarity.terms(s) & wanted) for s in sentences]
+    if not any(shared):
+        return " ".join(sentences[:FACT_SENTENCES])
+    best = sorted(range(len(sentences)), key=lambda i: -shared[i])[:FACT_SENTENCES]
+    return " ".join(sentences[i] for i in sorted(best) if shared[i])
 
 
-def _action(category: str) -> str:
-    """The category's template without its opening thanks (the reply has thanked already)."""
-    thanks, _, rest = _TEMPLATES[category].partition(". ")
-    return rest or thanks
+def _answering(offered: list[dict[str, str]], about: str) -> dict[str, str]:
+    """Of the offered passages, the one that shares most terms with `about` (the newest
+    message); the best ranked on a tie."""
+    wanted = similarity.terms(about)
+    return max(offered, key=lambda p: len(similarity.terms(p["text"]) & wanted))
+
+
+def _ask(category: str, said: str) -> list[str]:
+    """What the team needs from the customer, unless they said it already."""
+    ask = _ASK[category]
+    if ask is None:
+        return []
+    given, question = ask
+    if given is not None and given.search(said):
+        return [_BUG_DETAILS] if category == "bug" else []
+    return [question]
+
+
+# The reviewers' instructions the offline model can follow (feedback, and the standing
+# instructions of the category it picks). It follows them, never quotes them: an instruction is
+# for the drafter, the reply is for the customer. Others are left out, and the summary says so.
+_PLEASE = r"^(?:(?:please|also|and|then)\s+)*"
+_DONT = re.compile(
+    _PLEASE + r"(?:do\s+not|don't|dont|never|avoid|stop|no\s+more)\s+"
+    r"(?:(?:write|say|use|mention|promise|include)(?:ing)?\s+)?(?P<what>.+)",
+    re.I,
+)
+_SAY = re.compile(
+    _PLEASE + r"(?:say|mention|write|add|state|explain|tell\s+(?:the\s+customer|them|him|her)"
+    r"|let\s+(?:the\s+customer|them|him|her)\s+know)\s*(?:\bthat\b|:)\s*(?P<what>.+)",
+    re.I,
+)
+_ASK_FOR = re.compile(
+    _PLEASE + r"ask\s+(?:the\s+customer\s+|them\s+|him\s+|her\s+)?"
+    r"(?:(?P<how>for|to\s+send(?:\s+us)?|whether|if)\s+)(?P<what>.+)",
+    re.I,
+)
+_SORRY = re.compile(r"\bapologi[sz]e|\bsay\s+sorry\b|\bapology\b", re.I)
+_SHORTER = re.compile(
+    r"\bshorter\b|\bconcise\b|\btoo\s+long\b|\bbe\s+brief\b|\bkeep\s+it\s+short", re.I
+)
+_FORMAL = re.compile(r"\bmore\s+formal\b|\bformally\b", re.I)
+_QUOTED = re.compile(r"[\"“”'‘’«]([^\"“”‘’«»]{3,}?)[\"“”'’»]")
+_THIRD_PERSON = [
+    (re.compile(r"\bthe customer's\b", re.I), "your"),
+    (re.compile(r"\bthe customer\b", re.I), "you"),
+    (re.compile(r"\b(?:they|he|she)\s+(?:are|is)\b", re.I), "you are"),
+    (re.compile(r"\b(?:they|he|she|them|him)\b", re.I), "you"),
+    (re.compile(r"\b(?:their|his)\b", re.I), "your"),
+]
+SORRY = "I am sorry for the trouble this has caused."
+
+
+def _to_customer(text: str) -> str:
+    """An instruction's words about the customer as words to the customer."""
+    for pattern, words in _THIRD_PERSON:
+        text = pattern.sub(words, text)
+    return text.strip().rstrip(".!;,")
+
+
+def _without(paragraphs: list[str], phrase: str) -> list[str]:
+    """`paragraphs` (after the greeting) without the sentences that contain `phrase`."""
+    wanted = " ".join(phrase.lower().split())
+    kept = paragraphs[:1]
+    for paragraph in paragraphs[1:]:
+        sentences = [
+            s for s in _SENTENCE_END.split(paragraph) if wanted not in " ".join(s.lower().split())
+        ]
+        if sentences:
+            kept.append(" ".join(sentences))
+    return kept
+
+
+def guided(paragraphs: list[str], guidance: list[str], name: str) -> tuple[list[str], list[str]]:
+    """The reply's paragraphs (greeting first, no closing yet) with what it can follow of
+    `guidance` done, and the instructions it could not follow."""
+    declined = []
+    for text in guidance:
+        for clause in (c.strip() for c in re.split(r"(?<=[.;!?])\s+|\n+", text) if c.strip()):
+            dont, say, ask = _DONT.match(clause), _SAY.match(clause), _ASK_FOR.match(clause)
+            if dont:
+                quoted = _QUOTED.findall(clause)
+                phrases = quoted or [dont.group("what")]
+                for phrase in phrases:
+                    phrase = phrase.strip().rstrip(".!;,").removesuffix("…").removesuffix("...")
+                    paragraphs = _without(paragraphs, phrase)
+            elif say:
+                added = _sentence(_to_customer(say.group("what")))
+                if added and added not in paragraphs:
+                    paragraphs = [*paragraphs, added]
+            elif ask:
+                what = _to_customer(ask.group("what"))
+                how = ask.group("how").lower()
+                question = (
+                    f"Could you tell us {how} {what}?"
+                    if how in ("whether", "if")
+                    else f"Could you send us {what}?"
+                )
+                paragraphs = [*paragraphs, question]
+            elif _SORRY.search(clause):
+                if SORRY not in paragraphs:
+                    paragraphs = [paragraphs[0], SORRY, *paragraphs[1:]]
+            elif _SHORTER.search(clause):
+                paragraphs = paragraphs[:1] + [
+                    _SENTENCE_END.split(p)[0] for p in paragraphs[1:] if p != SORRY
+                ]
+            elif _FORMAL.search(clause):
+                paragraphs = [f"Dear {name},", *paragraphs[1:]]
+            else:
+                declined.append(clause)
+    return paragraphs, declined
 
 
 def compose(prompt: str) -> dict[str, Any]:
     """The Draft arguments for one prompt (the human message the drafter builds)."""
     quoted = _quoted(_TICKET, prompt)
     ticket: dict[str, Any] = quoted if isinstance(quoted, dict) else {}
-    best = _best_passage(prompt)
+    offered = _offered(prompt)
     sources: list[str] = []
     subject = str(ticket.get("subject") or "your request")
     body = str(ticket.get("body") or "")
     name = str(ticket.get("customer") or "").split(" ")[0] or "there"
     category = classify(f"{subject}\n{body}")
-    feedback = _section(prompt, FEEDBACK_HEADER)
+    about = " ".join(subject.split())
+    newest = _newest(body)
+    question = _question(newest)
     if ticket.get("followup") and not _CJK.search(body + subject):
         paragraphs = [
             f"Hi {name},",
-            f"We are following up on your request about {' '.join(subject.split())}. "
+            f"We are following up on your request about {about}. "
             "Has our last reply solved it, or is there anything else we can do for you?",
         ]
-        paragraphs += [_sentence(f) for f in feedback]
-        paragraphs.append("Best regards,\nThe Support Team")
     elif _CJK.search(body + subject):
         paragraphs = [
             f"{name}，您好：",
             "感谢您的来信。我们已将您的问题转交给相关团队处理，处理结果将通过电子邮件通知您。",
         ]
-        paragraphs += [_sentence(f) for f in feedback]
-        paragraphs.append("此致\n客服团队")
     else:
-        paragraphs = [f"Hi {name},", _TEMPLATES[category]]
         earlier = ticket.get("conversation") or []
-        about = " ".join(subject.split())
         # a later round answers what the customer just wrote, not the ticket all over again
         later = any(isinstance(m, dict) and m.get("from") == "agent" for m in earlier)
-        if best is not None:  # answer with what the team's article says, and cite it
-            paragraphs[1:2] = [
-                f"Thank you for getting back to us about “{about}”."
-                if later
-                else f"Thank you for your message about “{about}”.",
-                _facts(best["text"]),
-                "We will follow up on it in this conversation." if later else _action(category),
-            ]
-            sources.append(best["article"])
-        elif later:
-            paragraphs[1] = (
-                f"Thank you for getting back to us about {about}. We have noted what you wrote "
-                "and will follow up on it in this conversation."
+        opening = (
+            f"Thank you for getting back to us about “{about}”."
+            if later
+            else f"Thank you for your message about “{about}”."
+        )
+        if question:
+            opening += f" You asked: “{question}”"
+        paragraphs = [f"Hi {name},", opening]
+        if offered:  # answer with what the team's article says, and cite it
+            passage = _answering(offered, question or newest)
+            paragraphs.append(_facts(passage["text"], question or newest))
+            sources.append(passage["article"])
+            paragraphs.append(
+                "We will follow up on it in this conversation." if later else _NEXT[category]
             )
-        paragraphs += [_sentence(f) for f in feedback]
-        paragraphs.append("Best regards,\nThe Support Team")
-    summary = f"{category.capitalize()}: {' '.join(subject.split())}"[:120]
+        else:  # nothing known applies: no policy, what the team does and what it needs
+            paragraphs.append(" ".join([_NEXT[category], *_ask(category, body)]))
+    guidance = [*_standing(prompt, category), *_section(prompt, FEEDBACK_HEADER)]
+    paragraphs, declined = guided(paragraphs, guidance, name)
+    paragraphs.append(
+        "此致\n客服团队" if _CJK.search(body + subject) else "Best regards,\nThe Support Team"
+    )
+    summary = f"{category.capitalize()}: {about}"
+    if declined:  # the reviewer sees what the offline model could not do, the customer never
+        summary += f" (not applied: {len(declined)} instruction{'s' if len(declined) > 1 else ''})"
     return {
         "category": category,
-        "summary": summary,
+        "summary": summary[:120],
         "reply": "\n\n".join(paragraphs),
         "sources": sources,
     }

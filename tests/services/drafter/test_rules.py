@@ -67,7 +67,7 @@ def test_the_ticket_is_quoted_data_and_cannot_close_its_tag() -> None:
     assert "- Be brief" in text and "- the reply is too short" in text
 
 
-def test_the_offline_model_classifies_and_shows_feedback() -> None:
+def test_the_offline_model_classifies_and_follows_feedback() -> None:
     ticket = {
         "id": "T1",
         "customer": {"name": "Jane Doe"},
@@ -79,7 +79,8 @@ def test_the_offline_model_classifies_and_shows_feedback() -> None:
     draft = compose(text)
     assert draft["category"] == "refund"
     assert draft["reply"].startswith("Hi Jane,")
-    assert "Mention that refunds take 5 business days." in draft["reply"]
+    assert "Refunds take 5 business days." in draft["reply"]  # done as asked, never quoted
+    assert "Mention that" not in draft["reply"]
     chinese = {**ticket, "subject": "退款", "body": "我要退款"}
     assert "您好" in compose(str(prompt.messages(chinese, [])[1].content))["reply"]
     assert (
