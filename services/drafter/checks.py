@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
@@ -86,3 +87,82 @@ def foreign_data(
         knowledge=[*knowledge, *feedback],
         customer=screening.customer_texts(*said),
     )
+
+
+# A reviewer's words in a draft: the feedback or a standing instruction pasted into the reply
+# instead of followed. A sentence of it counts once it is sentence-length (`_LONG_ENOUGH` words;
+# a CJK character counts half a word), so a short common phrase ("Thank you for your patience",
+# "The Support Team") never does; it is repeated when the reply has `_REPEATED` of its words in
+# order (case, punctuation and spacing aside: a typo fixed or a word changed is still a copy).
+# An instruction that asks for words ("Say that the invoice is attached") is followed by
+# writing those words: only a copy that keeps the asking part ("Say that ...") is repeated.
+_LONG_ENOUGH = 6.0
+_REPEATED = 0.85
+_CJK_CHAR = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_TOKEN = re.compile(f"[{_CJK_CHAR}]|[^\\W_{_CJK_CHAR}]+")
+_SENTENCES = re.compile(r"(?<=[.!?;。！？；])\s*|\n+")
+# how an instruction that asks for words begins, in the languages of the demo's tickets
+_ASKS_FOR_WORDS = re.compile(
+    r"^(?:(?:please|also|and|bitte|s'il vous plaît|por favor)\s+)*"
+    r"(?:(?:say|mention|tell|write|add|include|state|explain|confirm|let)\b"
+    r"(?:\s+(?:the\s+customer|them|him|her|the\s+user))?(?:\s+know)?(?:\s+that)?"
+    r"|(?:start|begin|end|open|close)\s+with"
+    r"|(?:sagen|schreiben|erwähnen|erklären)\s+sie(?:\s+(?:dem\s+kunden|ihm|ihr))?,?(?:\s+dass)?"
+    r"|(?:dites|écrivez|mentionnez|précisez)(?:\s+(?:au\s+client|lui))?(?:\s+qu[e']?)?"
+    r"|(?:di|diga|escribe|escriba|menciona|mencione)(?:\s+(?:al\s+cliente|le))?(?:\s+que)?"
+    r"|请?(?:告诉客户|告知客户|说明|写明|提到|注明))"
+    r"\s*:?\s*",
+    re.IGNORECASE,
+)
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def _long_enough(tokens: list[str]) -> bool:
+    return sum(0.5 if re.match(f"[{_CJK_CHAR}]", t) else 1.0 for t in tokens) >= _LONG_ENOUGH
+
+
+def _repeated(said: str, reply: list[str]) -> bool:
+    """Whether `reply` (tokens) holds the sentence `said` verbatim or nearly."""
+    tokens = _tokens(said)
+    if not _long_enough(tokens):
+        return False
+    asking = _ASKS_FOR_WORDS.match(said.strip())
+    lead = len(_tokens(asking.group(0))) if asking else 0
+    matcher = difflib.SequenceMatcher(None, tokens, reply, autojunk=False)
+    blocks = [b for b in matcher.get_matching_blocks() if b.size]
+    if not blocks:
+        return False
+    # the copy is one span of the reply, not the same words scattered over it
+    start, end = blocks[0].b, blocks[-1].b + blocks[-1].size
+    if end - start > len(tokens) * 1.5:
+        best = max(blocks, key=lambda b: b.size)
+        blocks = [best]
+    copied = sum(b.size for b in blocks)
+    kept_lead = lead == 0 or any(b.a < lead for b in blocks)
+    return copied >= _REPEATED * len(tokens) and kept_lead
+
+
+def repeated_guidance(
+    reply: str, feedback: Iterable[str], instructions: Iterable[str] = ()
+) -> list[str]:
+    """Warnings for the reviewers' feedback and standing instructions the reply repeats
+    (sentence by sentence) instead of following them."""
+    said = _tokens(reply)
+    warnings = []
+    for kind, texts in (
+        ("a reviewer's feedback", feedback),
+        ("a standing instruction", instructions),
+    ):
+        for text in dict.fromkeys(texts):
+            copied = [s for s in _SENTENCES.split(text) if s.strip() and _repeated(s, said)]
+            if copied:
+                shown = " ".join(copied[0].split())
+                shown = shown if len(shown) <= 60 else shown[:59].rstrip() + "…"
+                warnings.append(
+                    f"the reply repeats {kind} instead of following it (“{shown}”): "
+                    "the customer would read the instruction"
+                )
+    return warnings

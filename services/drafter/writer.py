@@ -76,7 +76,12 @@ async def write(
     assert answer is not None
     usd = (tokens_in * deps.price_input + tokens_out * deps.price_output) / 1_000_000
     if answer.draft is not None:  # a steered first draft is worth a look, however clean the next
-        problems = [*problems, *screened]
+        standing = [text for texts in asked.instructions.values() for text in texts]
+        problems = [
+            *problems,
+            *checks.repeated_guidance(answer.draft.reply, asked.feedback, standing),
+            *screened,
+        ]
         problems += [f"the draft before the redraft: {w}" for w in before if w not in screened]
     return Written(answer.draft, problems, tokens_in, tokens_out, round(usd, 6))
 
