@@ -222,24 +222,28 @@ def _question(text: str) -> str | None:
     return asked[-1] if asked else None
 
 
-def _facts(text: str, about: str) -> str:
-    """The passage's sentences that answer `about` (those sharing most of its terms, in the
-    passage's order), on one line: the policy as the article states it; its first sentences
-    when none shares a term."""
-    sentences = _SENTENCE_END.split(" ".join(text.split()))
-    wanted = similarity.terms(about)
-    shared = [len(similarity.terms(s) & wanted) for s in sentences]
-    if not any(shared):
+def _facts(passages: list[dict[str, str]], question: str, said: str) -> str:
+    """The sentences of `passages` (one article's, best first) that answer the newest message,
+    on one line and in the articles' order: the policy as the article states it. A sentence
+    scores the terms it shares with the customer's `question` twice and those it shares with
+    the rest of what they `said` once; the first sentences when none shares a term."""
+    sentences = [s for p in passages for s in _SENTENCE_END.split(" ".join(p["text"].split())) if s]
+    asked, told = similarity.terms(question), similarity.terms(said)
+    score = [
+        2 * len(similarity.terms(s) & asked) + len(similarity.terms(s) & told) for s in sentences
+    ]
+    if not any(score):
         return " ".join(sentences[:FACT_SENTENCES])
-    best = sorted(range(len(sentences)), key=lambda i: -shared[i])[:FACT_SENTENCES]
-    return " ".join(sentences[i] for i in sorted(best) if shared[i])
+    best = sorted(range(len(sentences)), key=lambda i: -score[i])[:FACT_SENTENCES]
+    return " ".join(sentences[i] for i in sorted(best) if score[i])
 
 
-def _answering(offered: list[dict[str, str]], about: str) -> dict[str, str]:
-    """Of the offered passages, the one that shares most terms with `about` (the newest
-    message); the best ranked on a tie."""
+def _answering(offered: list[dict[str, str]], about: str) -> list[dict[str, str]]:
+    """The offered passages of the article that shares most terms with `about` (the newest
+    message; the best ranked on a tie), best first."""
     wanted = similarity.terms(about)
-    return max(offered, key=lambda p: len(similarity.terms(p["text"]) & wanted))
+    best = max(offered, key=lambda p: len(similarity.terms(p["text"]) & wanted))
+    return [p for p in offered if p["article"] == best["article"]]
 
 
 def _ask(category: str, said: str) -> list[str]:
@@ -385,9 +389,9 @@ def compose(prompt: str) -> dict[str, Any]:
             opening += f" You asked: “{question}”"
         paragraphs = [f"Hi {name},", opening]
         if offered:  # answer with what the team's article says, and cite it
-            passage = _answering(offered, question or newest)
-            paragraphs.append(_facts(passage["text"], question or newest))
-            sources.append(passage["article"])
+            answering = _answering(offered, question or newest)
+            paragraphs.append(_facts(answering, question or "", f"{subject}\n{newest}"))
+            sources.append(answering[0]["article"])
             paragraphs.append(
                 "We will follow up on it in this conversation." if later else _NEXT[category]
             )

@@ -162,3 +162,25 @@ def test_an_instruction_it_cannot_follow_is_named_in_the_summary_not_the_reply(
     draft = drafted(knowledge, ticket, round_, feedback)
     assert "admin panel" not in draft["reply"]
     assert "not applied: 1 instruction" in draft["summary"]
+
+
+def test_the_facts_quoted_are_those_the_newest_message_is_about(knowledge: Knowledge) -> None:
+    """A question that names nothing ("What now?") is answered from what the message says."""
+    ticket = {
+        "id": "T7",
+        "customer": {"name": "Jonas"},
+        "subject": "Still no refund after two weeks",
+        "messages": [
+            {"id": "T7-m1", "author": "customer", "body": "My lamp arrived damaged."},
+            {"id": "T7-m2", "author": "agent", "body": "We have confirmed the refund."},
+            {
+                "id": "T7-m3",
+                "author": "customer",
+                "body": "It has been more than 10 business days since your confirmation and "
+                "nothing is on my statement. What now?",
+            },
+        ],
+    }
+    draft = drafted(knowledge, ticket, {"messages": ["T7-m3"]})
+    assert draft["sources"] == ["refunds"]
+    assert "reference (ARN)" in " ".join(draft["reply"].split())
