@@ -50,6 +50,22 @@ def drafted(
     return compose(str(asked[-1].content))
 
 
+def conversation(subject: str, *said: tuple[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A ticket of `said` ((author, text), oldest first) and the round of its last customer
+    messages."""
+    messages = [
+        {"id": f"T7-m{n}", "author": author, "body": text}
+        for n, (author, text) in enumerate(said, start=1)
+    ]
+    waiting: list[str] = []
+    for m in reversed(messages):
+        if m["author"] != "customer":
+            break
+        waiting.insert(0, m["id"])
+    ticket = {"id": "T7", "customer": {"name": "Jonas"}, "subject": subject, "messages": messages}
+    return ticket, {"messages": waiting}
+
+
 @pytest.mark.parametrize(
     ("ticket_id", "team", "asks"),
     [
@@ -94,16 +110,8 @@ def test_it_answers_the_rounds_newest_question(knowledge: Knowledge) -> None:
         "It has now been more than 10 business days since your confirmation and my bank sees "
         "nothing. Can you send me the refund's reference so my bank can trace it?"
     )
-    ticket = {
-        "id": "T9",
-        "customer": {"name": "Jonas"},
-        "subject": "Refund not received",
-        "messages": [
-            {"id": "T9-m1", "author": "customer", "body": older},
-            {"id": "T9-m2", "author": "customer", "body": newest},
-        ],
-    }
-    draft = drafted(knowledge, ticket, {"messages": ["T9-m1", "T9-m2"]})
+    ticket, round_ = conversation("Refund not received", ("customer", older), ("customer", newest))
+    draft = drafted(knowledge, ticket, round_)
     reply = " ".join(draft["reply"].split())
     assert draft["sources"] == ["refunds"]
     assert "trace it?”" in reply  # the question it answers is the newest one
@@ -111,17 +119,12 @@ def test_it_answers_the_rounds_newest_question(knowledge: Knowledge) -> None:
 
 
 def test_feedback_is_followed_never_pasted(knowledge: Knowledge) -> None:
-    ticket = {  # a later round: the draft says "we will follow up"
-        "id": "T8",
-        "customer": {"name": "Grace"},
-        "subject": "Refund not received yet",
-        "messages": [
-            {"id": "T8-m1", "author": "customer", "body": "Where is my refund?"},
-            {"id": "T8-m2", "author": "agent", "body": "We confirmed it on Monday."},
-            {"id": "T8-m3", "author": "customer", "body": "How long does a refund take?"},
-        ],
-    }
-    round_ = {"messages": ["T8-m3"]}
+    ticket, round_ = conversation(  # a later round: the draft says "we will follow up"
+        "Refund not received yet",
+        ("customer", "Where is my refund?"),
+        ("agent", "We confirmed it on Monday."),
+        ("customer", "How long does a refund take?"),
+    )
     feedback = [
         "Do not write 'We will follow up on it in this conversation'.",
         "Say that the refund reference will be sent to them by Friday.",
@@ -166,21 +169,16 @@ def test_an_instruction_it_cannot_follow_is_named_in_the_summary_not_the_reply(
 
 def test_the_facts_quoted_are_those_the_newest_message_is_about(knowledge: Knowledge) -> None:
     """A question that names nothing ("What now?") is answered from what the message says."""
-    ticket = {
-        "id": "T7",
-        "customer": {"name": "Jonas"},
-        "subject": "Still no refund after two weeks",
-        "messages": [
-            {"id": "T7-m1", "author": "customer", "body": "My lamp arrived damaged."},
-            {"id": "T7-m2", "author": "agent", "body": "We have confirmed the refund."},
-            {
-                "id": "T7-m3",
-                "author": "customer",
-                "body": "It has been more than 10 business days since your confirmation and "
-                "nothing is on my statement. What now?",
-            },
-        ],
-    }
-    draft = drafted(knowledge, ticket, {"messages": ["T7-m3"]})
+    ticket, round_ = conversation(
+        "Still no refund after two weeks",
+        ("customer", "My lamp arrived damaged."),
+        ("agent", "We have confirmed the refund."),
+        (
+            "customer",
+            "It has been more than 10 business days since your confirmation and nothing is on "
+            "my statement. What now?",
+        ),
+    )
+    draft = drafted(knowledge, ticket, round_)
     assert draft["sources"] == ["refunds"]
     assert "reference (ARN)" in " ".join(draft["reply"].split())
