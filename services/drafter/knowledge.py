@@ -177,7 +177,8 @@ some here from up out about after before again now yet please thank thanks hi he
 ok okay very much more most too only even ever since over under off same other another new
 usually usual really already don doesn didn isn wasn aren weren hasn haven hadn won wouldn
 couldn shouldn january february march april may june july august september october november
-december monday tuesday wednesday thursday friday saturday sunday""".split()
+december monday tuesday wednesday thursday friday saturday sunday one two three four five six
+seven eight nine ten""".split()
 _NUMBER = re.compile(r"\d+(?:st|nd|rd|th)?")  # an order number, an amount, a date's day
 
 

@@ -51,7 +51,7 @@ def embedded() -> Knowledge:
 @pytest.mark.parametrize(
     ("ticket", "article"),
     [
-        ("you took money from me two times this month", "duplicate-charges"),
+        ("you took my money two times for one order", "duplicate-charges"),
         ("I want to stop paying for this", "cancellations"),
         ("How long until my package arrives in Switzerland?", "shipping"),
     ],

@@ -100,3 +100,9 @@ def test_the_benchmark_prints_precision_and_recall_at_the_floor(
     assert "floor 0.40  precision 100.0%" in chosen, out
     assert "recall" in chosen
     assert out.count("precision") == len(retrieval.SWEEP)
+
+
+def test_a_number_word_is_no_topic(knowledge: Knowledge) -> None:
+    """ "two" is half of "two-factor" in the 2FA article, and says nothing of a money ticket."""
+    found = [p.article for p in knowledge.search("you took my money two times", k=3)]
+    assert "two-factor-and-lockouts" not in found
