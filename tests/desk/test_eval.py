@@ -99,7 +99,9 @@ def test_the_demo_set_runs_through_the_built_in_model_and_passes(tmp_path: Path)
     # no off-topic policy: no draft cites or quotes an article where none applies
     assert data["overall"]["wrong_articles"] == 0
     assert data["overall"]["cases"] == len(cases.cases)
-    assert data["overall"]["retrieval_hit_rate"] >= 0.9
+    # the relevance floor offers nothing rather than an off-topic passage: it gives up recall
+    # (64 % of the cases an article applies to, `python -m benchmarks.retrieval`), not precision
+    assert data["overall"]["retrieval_hit_rate"] >= 0.6
     assert set(data["by_category"]) >= {"refund", "billing", "invoice", "account"}
     # what the inbox is sent to enable auto-send: the case file named by its sha256, and case
     # results the verdict is worked out from again (`shared.evidence`), agreeing with this run
