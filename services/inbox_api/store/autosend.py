@@ -3,9 +3,11 @@ without waiting for them, while people keep checking a sample, and loses it when
 
 - **Enabling** is for an admin (`DESK_ADMINS`), per category, and only with the evidence: the
   category's last `evidence` decisions on reply drafts (200 by default) were at least `unedited`
-  (98 %) accepts of the draft as written, and a `desk eval --json` report comes with the
-  request whose case results pass (recomputed here, not believed: `shared.evidence`) and cover
-  the category; its case file's sha256 is recorded. Otherwise the refusal says what is missing.
+  (98 %) accepts of the draft as written (an accept or edit counts once its reply went out, or
+  is on its way: one withdrawn, failed or superseded reached nobody and is no evidence), and a
+  `desk eval --json` report comes with the request whose case results pass (recomputed here, not
+  believed: `shared.evidence`) and cover the category; its case file's sha256 is recorded.
+  Otherwise the refusal says what is missing.
 - **Sending**: an item of an enabled category that the checks raised no warning about is
   decided by `AUTO_SEND` (an accept, marked `auto`) in the transaction that records it; the
   sender then sends it like any approval, through the outbox and its fresh-state check, and marks
@@ -36,13 +38,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import func, or_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from shared import evidence as evidence_of_eval
 from shared.inbox import AUTO_SEND, CATEGORIES, SEND_REPLY
 
+from .analytics import WENT_OUT
 from .errors import Conflict, Invalid, NotFound
 from .tables import AutoSendRow, DecisionRow, InstructionRow, ItemRow, as_utc, now
 
@@ -115,7 +118,8 @@ def enabled(session: Session, category: str | None) -> bool:
 
 
 def evidence(session: Session, category: str, policy: Policy) -> dict[str, Any]:
-    """The category's last decisions on reply drafts by people, and how many were accepts."""
+    """The category's last decisions on reply drafts by people, and how many were accepts (of
+    the accepts and edits, only those whose reply went out: `analytics.WENT_OUT`)."""
     kinds = session.exec(
         select(DecisionRow.type)
         .join(ItemRow, col(DecisionRow.item_id) == col(ItemRow.id))
@@ -123,6 +127,10 @@ def evidence(session: Session, category: str, policy: Policy) -> dict[str, Any]:
             DecisionRow.category == category,
             ItemRow.action == SEND_REPLY,
             col(DecisionRow.auto).is_not(True),
+            or_(
+                col(DecisionRow.type).not_in(("accept", "edit")),
+                col(ItemRow.status).in_(WENT_OUT),
+            ),
         )
         .order_by(col(DecisionRow.id).desc())
         .limit(policy.evidence)
@@ -216,6 +224,8 @@ def applies(policy: Policy, doubts: Sequence[str] = ()) -> Any:
     def check(session: Session, row: ItemRow) -> bool:
         if row.action != SEND_REPLY or row.warnings or not enabled(session, row.category):
             return False
+        if row.no_draft or not str((row.action_request.get("args") or {}).get("reply") or ""):
+            return False  # no draft (the model failed): a person writes the reply
         if doubts:
             raise Held("; ".join(doubts))
         since = now() - dt.timedelta(days=1)

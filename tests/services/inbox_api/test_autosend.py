@@ -28,7 +28,7 @@ from shared import ids, subjects
 from shared.bus import Bus
 from shared.db import make_engine
 from shared.envelope import Envelope
-from shared.inbox import AUTO_SEND, item_id
+from shared.inbox import AUTO_SEND, WRITE_CONFIG, item_id
 from shared.results import REPLY_SENT, REPLY_WITHDRAWN, SOURCE_SENDER, event_id
 from shared.streams import Topology, provision
 from tests.helpers import eventually, messages
@@ -55,6 +55,9 @@ def eval_report(*categories: str, right: bool = True) -> dict[str, Any]:
                 "criteria_met": 1,
                 "missing": [],
                 "said": [],
+                "articles": [],
+                "cited": [],
+                "quoted": [],
                 "error": None,
                 "ok": right,
             }
@@ -245,6 +248,42 @@ async def test_a_change_made_by_another_replica_reaches_the_projection_within_it
     assert store.autosend.on_for(here) == frozenset()  # its own change: at once
     here.dispose()
     there.dispose()
+
+
+def test_auto_send_never_sends_an_item_without_a_draft(tmp_path: Path) -> None:
+    """An item the model wrote no reply for (`no_draft`, or an empty reply) is not auto-sent,
+    however its category stands: a person writes its reply."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'inbox.sqlite'}")
+    store.create_tables(engine)
+    with Session(engine) as session:
+        session.add(AutoSendRow(category="refund", action="enabled", at=now(), by="admin"))
+        session.commit()
+    failed = draft_item(ticket(), reply="").model_copy(
+        update={"no_draft": "the model's answers stayed unusable", "config": WRITE_CONFIG}
+    )
+    empty = draft_item(ticket(), reply="")  # a draft's config, and nothing to send
+    written = draft_item(ticket())
+    for item in (failed, empty, written):
+        store.project(engine, item)
+
+    def auto_send(item: Any) -> Any:
+        return store.decide(
+            engine,
+            item.id,
+            "accept",
+            None,
+            1,
+            store.Reviewer(AUTO_SEND, "reviewer"),
+            auto=store.autosend.applies(store.autosend.Policy()),
+        )
+
+    for item in (failed, empty):
+        with pytest.raises(store.Conflict, match="auto-send does not apply"):
+            auto_send(item)
+        assert store.get_item(engine, item.id)["status"] == "waiting"  # type: ignore[index]
+    sent = auto_send(written)
+    assert sent.auto and sent.type == "accept"
+    engine.dispose()
 
 
 async def test_an_eval_report_is_checked_by_its_case_results_not_believed(
