@@ -79,9 +79,13 @@ class Reader:
         try:
             if self._kv is None:
                 self._kv = await self.js.key_value(BUCKET)
-            keys = await self._kv.keys()
+            # the keys from the bucket's stream (`KeyValue.keys()` would create a consumer,
+            # which a reader of the bucket may not)
+            info = await self.js.stream_info(f"KV_{BUCKET}", subjects_filter=f"$KV.{BUCKET}.>")
+            subjects = (info.state.subjects or {}) if info.state else {}
+            keys = [s.removeprefix(f"$KV.{BUCKET}.") for s in subjects]
             entries = [await self._kv.get(k) for k in keys]
-        except js_errors.NoKeysError:
+        except js_errors.KeyNotFoundError:  # deleted between the two reads
             return None
         except js_errors.NotFoundError:
             self._kv = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from desk.credentials import nats_passwords
 from desk.natsserver import NatsServer
-from shared import catalog, subjects
+from shared import catalog, outage, subjects
 from shared.bus import Bus, NatsAuth
 from shared.consumer import declared_consumers
 from shared.errors import TransientError
@@ -124,3 +125,27 @@ async def test_ingress_cannot_read_the_inbox(admin: Bus, secured: NatsServer) ->
         assert received == []
     finally:
         await ingress.close()
+
+
+async def test_the_drafter_reports_the_model_down_and_the_inbox_reads_it_as_themselves(
+    admin: Bus, secured: NatsServer
+) -> None:
+    """The inbox's banner: the drafter writes its view of the model in `desk_model`, the inbox
+    reads every replica's with its own read-only grants (no consumer), and may not write."""
+    drafter, inbox = await connect(secured, "drafter"), await connect(secured, "inbox_api")
+    try:
+        reader = outage.Reader(inbox.js)
+        assert await reader.down() is None  # nothing reported yet
+        now = dt.datetime.now(dt.UTC)
+        down = outage.ModelState(up=False, since=now, reason="model endpoint answered 500", at=now)
+        await outage.Writer(drafter.js, "drafter-a").write(down)
+        await outage.Writer(drafter.js, "drafter-b").write(down.model_copy(update={"up": True}))
+        found = await reader.down()
+        assert found is not None and found.reason == "model endpoint answered 500"
+        kv = await inbox.js.key_value(outage.BUCKET)
+        with pytest.raises(Exception):  # noqa: B017 - the broker refuses it, however it says so
+            await kv.put("drafter-a", b'{"up": true}')
+        assert await reader.down() is not None
+    finally:
+        await drafter.close()
+        await inbox.close()
