@@ -25,9 +25,7 @@ from pathlib import Path
 
 from desk.evaluation import DEMO_CASES, Case, load
 from desk.helpdesk import DEMO_KNOWLEDGE
-from services.drafter import Knowledge, query, retriever_of
-from services.drafter.embeddings import FLOOR as EMBEDDINGS_FLOOR
-from services.drafter.knowledge import BM25_FLOOR
+from services.drafter import BM25_FLOOR, EMBEDDINGS_FLOOR, Knowledge, query, retriever_of
 from shared.settings import ConfigError
 
 SWEEP = (-0.1, -0.05, 0.0, 0.05, 0.1)  # floors printed around the default

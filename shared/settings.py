@@ -342,6 +342,16 @@ class DrafterSettings(HelpdeskSettings):
         description="how passages are found: BM25, or local sentence embeddings (needs "
         "`make embeddings`)",
     )
+    knowledge_floor: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="the relevance a knowledge passage needs to be offered to a draft, 0 to 1; "
+        "below it the draft is given no passage and makes no policy statement. For BM25 the "
+        "share of the ticket's term weight (1 + idf a term) the passage matches (default 0.4), for "
+        "embeddings the cosine similarity (default 0.35); both calibrated on the demo's eval "
+        "set (python -m benchmarks.retrieval). 0: every passage that shares a term",
+    )
     embeddings_model: Path | None = Field(
         default=None,
         description="a sentence-transformers model directory for the embeddings retriever "

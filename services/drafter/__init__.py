@@ -15,11 +15,13 @@ And what `desk eval` drafts with, exactly as the graph's `draft` node does: `wri
 round, Asked(...))`, the model `make_model(settings)` answers with (`output_for`; its
 connections closed by `close_model`), the
 `Knowledge` base and its `query` for a round (`Asked().system` is the built-in prompt), and
-the retriever `DESK_KNOWLEDGE_RETRIEVER` names (`retriever_of`).
+the retriever `DESK_KNOWLEDGE_RETRIEVER` names (`retriever_of`) with its relevance floor
+(`BM25_FLOOR`, `EMBEDDINGS_FLOOR`: the defaults `benchmarks/retrieval.py` measures).
 """
 
+from .embeddings import FLOOR as EMBEDDINGS_FLOOR
 from .graph import DURABILITY, Deps, build_graph
-from .knowledge import Knowledge, retriever_of
+from .knowledge import BM25_FLOOR, Knowledge, retriever_of
 from .lite import sqlite_checkpoints
 from .model import close_model, make_model, output_for
 from .offline import OfflineDraftModel
@@ -29,8 +31,10 @@ from .writer import Asked, write
 
 __all__ = [  # noqa: RUF022 (sorted as tests/test_layout.py checks: plain sorted())
     "Asked",
+    "BM25_FLOOR",
     "DURABILITY",
     "Deps",
+    "EMBEDDINGS_FLOOR",
     "Knowledge",
     "OfflineDraftModel",
     "Work",

@@ -95,7 +95,11 @@ class Deps:
             allow_links=settings.allow_links,
             knowledge=Knowledge(
                 settings.knowledge_dir,
-                retriever=retriever_of(settings.knowledge_retriever, settings.embeddings_model),
+                retriever=retriever_of(
+                    settings.knowledge_retriever,
+                    settings.embeddings_model,
+                    settings.knowledge_floor,
+                ),
             )
             if settings.knowledge_dir or settings.helpdesk_articles_path
             else None,
