@@ -1,14 +1,20 @@
 """What `desk up` says once the stack is up: it waits for every service's /readyz (or Ctrl-C),
-then prints where everything is, naming the services not ready yet."""
+then prints where everything is, naming the services not ready yet: first the page to open,
+where the token to log in with is kept (never the token: the banner may end up in a log) and
+the model that drafts."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
+
+from shared.bus import without_credentials
+from shared.settings import DeskSettings, DrafterSettings, InboxApiSettings
 
 from .broker import Broker
 from .supervisor import ServiceProcess
@@ -43,11 +49,17 @@ def banner(
     creds_path: Path,
     log_dir: Path,
     waiting: list[str],
+    settings: Mapping[str, DeskSettings],
 ) -> str:
+    inbox, drafter = settings["inbox_api"], settings["drafter"]
+    assert isinstance(inbox, InboxApiSettings) and isinstance(drafter, DrafterSettings)
     lines = [
         "Ambient Desk is up."
         if not waiting
         else f"Ambient Desk is up, but not ready yet: {', '.join(waiting)} (see the logs).",
+        f"  {'open':<12} {children['inbox_api'].url}/  the review inbox",
+        f"  {'log in with':<12} {login(inbox, creds_path)}",
+        f"  {'drafts by':<12} {model(drafter)}",
         f"  {'nats':<12} {broker.url}  ({broker.description()})",
     ]
     hint = {"ingress": "  POST /webhooks/{source}", "inbox_api": "  review inbox"}
@@ -62,3 +74,17 @@ def banner(
         "`desk status` shows health; Ctrl-C stops everything.",
     ]
     return "\n".join(lines)
+
+
+def login(inbox: InboxApiSettings, creds_path: Path) -> str:
+    """Where the token that logs in to the inbox is (the token itself stays there)."""
+    if inbox.reviewers:
+        return "your reviewer token (its sha256 is in DESK_REVIEWERS)"
+    return f'"reviewer_token" in {creds_path} ("viewer_token" only reads)'
+
+
+def model(drafter: DrafterSettings) -> str:
+    """The model that drafts, and where it answers."""
+    if not drafter.llm_base_url:
+        return "the built-in offline model (set DESK_LLM_BASE_URL and DESK_LLM_MODEL for yours)"
+    return f"{drafter.llm_model} at {without_credentials(drafter.llm_base_url)}"

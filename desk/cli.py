@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from shared import logging as desk_logging
 from shared.bus import NatsAuth
@@ -44,7 +45,7 @@ from shared.settings import (
     DeskSettings,
     ImapSettings,
     StackSettings,
-    first_error,
+    setting_error,
 )
 
 from . import dbroles, demo, dlq, evaluation, inbox, reconcile, results, shadow, trace
@@ -70,10 +71,16 @@ def _parser() -> argparse.ArgumentParser:
         help="JSON file {user: password}; created with random passwords (mode 0600) if missing",
     )
     send = sub.add_parser("send-webhook", help="sign and send a sample event to ingress")
-    send.add_argument("--source", default="helpdesk")
+    send.add_argument(
+        "--source", default="helpdesk", help="helpdesk (ticket events) or email (inbound mail)"
+    )
     send.add_argument("--type", default="ticket.created", dest="event_type")
     send.add_argument("--ticket", default="T1012")
-    send.add_argument("--priority", default="normal")
+    send.add_argument(
+        "--priority",
+        choices=["low", "normal", "high", "urgent"],
+        help="default: the ticket's own, read from the helpdesk",
+    )
     send.add_argument("--id", dest="event_id", help="event id (default: a new one)")
     send.add_argument("--repeat", type=int, default=1, help="send the same event N times")
     send.add_argument("--scheme", choices=["standard", "stripe", "github"], default="standard")
@@ -118,10 +125,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run_service(name: str, part: str | None = None) -> int:
-    try:
-        settings: DeskSettings = ImapSettings() if part == "imap" else SERVICE_SETTINGS[name]()
-    except ValidationError as exc:
-        print(f"desk {name}: {first_error(exc, 'settings')}", file=sys.stderr)
+    settings: DeskSettings = ImapSettings() if part == "imap" else SERVICE_SETTINGS[name]()
+    if "nats_url" not in settings.model_fields_set:  # never a broker the operator did not name
+        print(
+            f"desk {name}: DESK_NATS_URL is not set: start the whole system with `desk up`, "
+            "or set DESK_NATS_URL to the broker this service is to use",
+            file=sys.stderr,
+        )
         return 2
     module = importlib.import_module(
         "services.ingress.imap" if part == "imap" else f"services.{name}.main"
@@ -173,7 +183,7 @@ def _helpdesk(args: argparse.Namespace) -> int:
     try:
         settings = HelpdeskSettings()
     except ValidationError as exc:
-        print(f"{command}: {first_error(exc, 'settings')}", file=sys.stderr)
+        print(f"{command}: {setting_error(exc)}", file=sys.stderr)
         return 2
     if settings.helpdesk_kind != "sql":
         print(f"{command}: only the demo (sql) helpdesk can be written to", file=sys.stderr)
@@ -283,7 +293,7 @@ def _notify_stack(command: str, stack: tuple[str, str], event: dict[str, Any]) -
 
 
 def _send_webhook(args: argparse.Namespace) -> int:
-    from .webhook import SendError, defaults, sample_event, send
+    from .webhook import MAIL_SOURCE, SendError, defaults, sample_event, sample_mail, send
 
     url, secret, known = defaults(DeskSettings().var_dir.resolve(), args.source)
     if url and not secret and not args.secret:
@@ -300,7 +310,11 @@ def _send_webhook(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    event = sample_event(args.event_type, args.ticket, args.priority, args.event_id)
+    if args.source == MAIL_SOURCE:
+        event = sample_mail(args.event_id)
+    else:
+        priority = args.priority or _ticket_priority(args.ticket)
+        event = sample_event(args.event_type, args.ticket, priority, args.event_id)
     try:
         answers = send(
             url=url,
@@ -316,6 +330,31 @@ def _send_webhook(args: argparse.Namespace) -> int:
     for status, body in answers:
         print(status, body)
     return 0 if all(status == 202 for status, _ in answers) else 1
+
+
+def _ticket_priority(ticket_id: str) -> str:
+    """The ticket's own priority, as the helpdesk has it (`normal`, said so, if it cannot)."""
+    from shared.errors import PermanentError, TransientError
+    from shared.settings import HelpdeskSettings
+    from shared.source.configured import open_configured
+
+    settings = HelpdeskSettings()
+    if settings.helpdesk_kind == "sql" and not settings.helpdesk_url:
+        if not (settings.var_dir / "helpdesk.sqlite").exists():  # no demo helpdesk here
+            return "normal"
+
+    async def read() -> str:
+        source = open_configured(settings)
+        try:
+            return (await source.get_ticket(ticket_id)).priority
+        finally:
+            await source.close()
+
+    try:
+        return asyncio.run(read())
+    except (PermanentError, TransientError, ConfigError) as exc:
+        print(f"desk send-webhook: {exc}; sending priority normal", file=sys.stderr)
+        return "normal"
 
 
 def _status(as_json: bool) -> int:
@@ -403,6 +442,12 @@ def _provision(nats_url: str, auth: NatsAuth) -> int:
 def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
+    except (ValidationError, SettingsError) as exc:
+        if isinstance(exc, ValidationError) and not exc.title.endswith("Settings"):
+            raise  # not the settings: a fault of ours
+        command = next(iter(sys.argv[1:] if argv is None else argv), "")
+        print(f"desk {command}: {setting_error(exc)}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # `desk inbox list | head`: the reader has gone, nothing to say
         import os
 

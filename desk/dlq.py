@@ -3,11 +3,13 @@
 desk dlq list [--limit N] [--after ID]   a table of outstanding dead letters, oldest first
 desk dlq show ID                         every field, the original headers and the payload
 desk dlq replay ID [--yes]               republish to the original subject, then remove it
+desk dlq replay --all [--yes]            the same for every outstanding dead letter
 
 The service shown is the one that wrote the letter (its `dlq.<service>` subject, which only that
 service may publish to); a letter whose headers claim another is shown as "(claims X!)".
 
-Exit status: 0 done, 1 unknown id / replay declined / NATS unreachable or refusing.
+Exit status: 0 done, 1 unknown id / replay declined / a letter not replayed / NATS unreachable
+or refusing, 2 a usage error (replay without an id or --all).
 """
 
 from __future__ import annotations
@@ -47,7 +49,9 @@ def add_arguments(subparsers: Any) -> None:
     show = sub.add_parser("show", help="one dead letter with its headers and payload")
     show.add_argument("id", type=int)
     again = sub.add_parser("replay", help="republish to the original subject and remove it")
-    again.add_argument("id", type=int)
+    which = again.add_mutually_exclusive_group(required=True)  # neither: a usage error (exit 2)
+    which.add_argument("id", type=int, nargs="?", help="the dead letter's id")
+    which.add_argument("--all", action="store_true", help="every outstanding dead letter")
     again.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
 
@@ -58,6 +62,8 @@ def main(args: argparse.Namespace, nats_url: str, auth: NatsAuth) -> int:
             _run(nats_url, auth, lambda bus: _list(bus, args.limit, args.after))
         elif command == "show":
             _run(nats_url, auth, lambda bus: _show(bus, args.id))
+        elif command == "replay" and args.all:
+            _run(nats_url, auth, lambda bus: _replay_all(bus, args.yes))
         elif command == "replay":
             _run(nats_url, auth, lambda bus: _replay(bus, args.id, args.yes))
         else:
@@ -128,6 +134,27 @@ async def _replay(bus: Bus, id: int, yes: bool) -> None:
     else:
         print(f"replayed dead letter {id} to {_clean(result.subject)} ({where})")
     print(f"removed from the DLQ; {await deadletters.count(bus.js)} outstanding")
+
+
+async def _replay_all(bus: Bus, yes: bool) -> None:
+    """Every outstanding dead letter, oldest first, each as `_replay` does it; one that cannot
+    be replayed is kept and named, and the others still go."""
+    outstanding = await deadletters.count(bus.js)
+    if outstanding == 0:
+        print("no dead letters")
+        return
+    if not yes and not _confirm(f"replay all {outstanding} dead letters?"):
+        raise _Failed("not replayed (pass --yes to skip this question)")
+    replayed, refused = await deadletters.replay_all(bus)  # those outstanding now: it ends
+    failed = [f"  {id}: {_clean(why)}" for id, why in refused.items()]
+    print(f"replayed {_letters(len(replayed))}; {await deadletters.count(bus.js)} outstanding")
+    if failed:
+        print("\n".join([f"{len(failed)} not replayed:", *failed]))
+        raise _Failed(f"{_letters(len(failed))} not replayed (see above)")
+
+
+def _letters(n: int) -> str:
+    return f"{n} dead letter" + ("" if n == 1 else "s")
 
 
 def _confirm(question: str) -> bool:

@@ -60,6 +60,11 @@ def free_port(host: str = "127.0.0.1") -> int:
     raise OSError("no free port left that was not handed out already")
 
 
+def reserve(port: int) -> None:
+    """`port` is spoken for (an operator chose it for a service): `free_port` never gives it."""
+    _GIVEN.add(port)
+
+
 def _bindable(host: str, port: int) -> bool:
     """No listener and no connection holds `port` (not even one lingering in TIME_WAIT)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

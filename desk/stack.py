@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 
@@ -21,7 +22,7 @@ from shared import logging as desk_logging
 from shared.catalog import SERVICE_SETTINGS
 from shared.db import private_dir
 from shared.errors import TransientError
-from shared.settings import StackSettings
+from shared.settings import DeskSettings, StackSettings
 
 from . import credentials
 from .banner import READY_WITHIN, banner, until_ready
@@ -29,6 +30,7 @@ from .broker import Broker
 from .errors import StackError
 from .helpdesk import ensure_demo
 from .natsserver import NatsServerError
+from .preflight import check_settings, unknown_variables
 from .statefile import StateFile
 from .supervisor import SERVICES, Supervisor, public_port
 
@@ -46,6 +48,7 @@ class Stack:
             settings, self.var_dir, self.broker, self._stop, self._write_state
         )
         self._creds_path = self.var_dir / credentials.FILENAME
+        self.service_settings: dict[str, DeskSettings] = {}  # each service's, as it loads them
 
     def load_credentials(self) -> None:
         """The development credentials (made on the first run, completed on a later one): what
@@ -65,13 +68,17 @@ class Stack:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self._stop.set)
+        # every service's place and settings, before anything starts
+        self.supervisor.plan({name: public_port(self.settings, name) for name in SERVICES})
+        self.service_settings = check_settings(self.supervisor)
+        for line in unknown_variables(os.environ):
+            print(f"desk up: {line}", file=sys.stderr)
         if self.settings.helpdesk_kind == "sql" and ensure_demo(self.settings.helpdesk_location()):
             print("demo helpdesk created with 41 tickets", file=sys.stderr)
-        ports = {name: public_port(self.settings, name) for name in SERVICES}  # before any start
         try:
             self.broker.start()
             await self.broker.provision()
-            await self.supervisor.start(ports)
+            await self.supervisor.start()
             self._write_state()
             print("starting the services…", file=sys.stderr, flush=True)
             children = self.supervisor.children
@@ -79,7 +86,10 @@ class Stack:
             if self._stop.is_set():
                 return 0
             log_dir = self.var_dir / "log"
-            print(banner(self.broker, children, self._creds_path, log_dir, waiting), flush=True)
+            shown = banner(
+                self.broker, children, self._creds_path, log_dir, waiting, self.service_settings
+            )
+            print(shown, flush=True)
             nats_watch = asyncio.create_task(
                 self.broker.watch(lambda: self.supervisor.stopping, self._write_state)
             )

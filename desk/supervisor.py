@@ -23,7 +23,7 @@ from shared.settings import StackSettings
 from .broker import Broker
 from .errors import StackError
 from .helpdesk import DEMO_KNOWLEDGE
-from .process import die_with_parent, free_port, port_free
+from .process import die_with_parent, free_port, port_free, reserve
 
 SERVICES = tuple(s.name for s in catalog.SERVICES if s.supervised)
 STABLE_AFTER = 30.0  # a child that ran this long gets its back-off reset
@@ -61,7 +61,8 @@ def public_port(settings: StackSettings, name: str) -> tuple[int | None, bool]:
         return None, False
     field = {"ingress": "ingress_port", "inbox_api": "inbox_api_port"}.get(name)
     port = int(getattr(settings, field)) if field else 0
-    if port and port_free(port):
+    if port and port_free(port, as_services_bind=True):  # a socket in TIME_WAIT is no owner
+        reserve(port)  # never handed out as another's port (an ops port, a broker's)
         return port, True
     if port and field in settings.model_fields_set:
         # a helpdesk or a reviewer pointed at this port would reach whatever holds it
@@ -95,13 +96,16 @@ class Supervisor:
         self._stop = stop
         self._restarted = restarted
 
-    async def start(self, ports: dict[str, tuple[int | None, bool]]) -> None:
-        """Start every service, each on the public port chosen for it, and watch each."""
+    def plan(self, ports: dict[str, tuple[int | None, bool]]) -> None:
+        """Every service with the public port chosen for it and an ops port; nothing starts."""
         for name in SERVICES:
             port, fixed = ports[name]
             self.children[name] = ServiceProcess(
                 name, port, free_port(), self.var_dir / "log" / f"{name}.log", fixed=fixed
             )
+
+    async def start(self) -> None:
+        """Start every service `plan` placed, and watch each."""
         for child in self.children.values():
             await self._spawn(child)
             child.watcher = asyncio.create_task(self._watch(child))

@@ -7,6 +7,7 @@ Defaults come from the running stack (`var/stack.json`, `var/dev-credentials.jso
 from __future__ import annotations
 
 import datetime as dt
+import email.utils
 import json
 import time
 import uuid
@@ -22,6 +23,23 @@ from .statefile import STATE_FILE
 
 class SendError(RuntimeError):
     pass
+
+
+MAIL_SOURCE = "email"  # the demo source whose events are inbound mails (services/ingress/sources)
+
+
+def sample_mail(event_id: str | None) -> dict[str, Any]:
+    """An inbound mail as the demo `email` source carries it (the Postmark-style body the IMAP
+    poller also makes: services/ingress/imap.py), with a new Message-ID unless `event_id`."""
+    message_id = event_id or f"{uuid.uuid4().hex[:16]}@mail.example.com"
+    return {
+        "MessageID": message_id,
+        "From": "Robin Sample <robin.sample@example.com>",
+        "To": "support@example.com",
+        "Subject": "Where is my refund?",
+        "TextBody": "Hello, I returned my order two weeks ago and have not had my refund yet.",
+        "Date": email.utils.formatdate(usegmt=True),
+    }
 
 
 def sample_event(
@@ -45,13 +63,14 @@ def signed_headers(scheme: str, secret: str, event: dict[str, Any], body: bytes)
 
 def _signed_headers(scheme: str, secret: str, event: dict[str, Any], body: bytes) -> dict[str, str]:
     stamp = int(time.time())
+    ident = str(event["id"] if "id" in event else event["MessageID"])  # a mail has no event id
     headers = {"Content-Type": "application/json"}
     if scheme == "standard":
         headers.update(
             {
-                "webhook-id": str(event["id"]),
+                "webhook-id": ident,
                 "webhook-timestamp": str(stamp),
-                "webhook-signature": standard_sign(secret, str(event["id"]), stamp, body),
+                "webhook-signature": standard_sign(secret, ident, stamp, body),
             }
         )
     elif scheme == "stripe":
@@ -60,8 +79,8 @@ def _signed_headers(scheme: str, secret: str, event: dict[str, Any], body: bytes
         headers.update(
             {
                 "X-Hub-Signature-256": github_sign(secret, body),
-                "X-GitHub-Delivery": str(event["id"]),
-                "X-GitHub-Event": str(event["type"]),
+                "X-GitHub-Delivery": ident,
+                "X-GitHub-Event": str(event.get("type", "email.received")),
             }
         )
     else:

@@ -6,6 +6,7 @@ Only a service's `main.py` (and the `desk` CLI) build settings; library code tak
 from __future__ import annotations
 
 import datetime as dt
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, get_args
@@ -19,7 +20,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from .bus import NatsAuth
 from .chat import Flavour as ChatFormat
@@ -49,6 +50,42 @@ def first_error(exc: ValidationError, default: str) -> str:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or default
     return f"{where}: {first['msg']}"
+
+
+_PARSED_FIELD = re.compile(r'field "([^"]+)"')
+
+
+def variable(field: str) -> str:
+    """The environment variable a setting is read from (`llm_base_url`: DESK_LLM_BASE_URL)."""
+    return field if field.isupper() else f"DESK_{field.upper()}"
+
+
+def setting_error(exc: ValidationError | SettingsError) -> str:
+    """`DESK_<NAME>: <what is wrong>` for the first error in the settings, on one line: the
+    variable to fix, never its value (it may be secret)."""
+    if isinstance(exc, SettingsError):  # a complex setting (a list, a dict) that is not JSON
+        found = _PARSED_FIELD.search(str(exc))
+        name = variable(found.group(1)) if found else "a DESK_ variable"
+        why = f" ({exc.__cause__})" if isinstance(exc.__cause__, ValueError) else ""
+        return f"{name}: not valid JSON{why}"
+    first = exc.errors()[0]
+    what = first["msg"].removeprefix("Value error, ")
+    if not first["loc"]:  # a check of several settings: its message names them
+        return what
+    head, *rest = (str(p) for p in first["loc"])
+    name = variable(head) + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in rest)
+    return what if what.startswith(variable(head)) else f"{name}: {what}"
+
+
+def http_url(value: str | None, name: str) -> str | None:
+    """`value` if it is an http:// or https:// URL with a host (or unset)."""
+    if value is not None and not re.match(r"https?://[^/?#\s]", value):
+        raise ValueError(f"{name} must be an http:// or https:// URL (it has no scheme or host)")
+    return value
+
+
+def secret_text(value: SecretStr | None) -> str | None:
+    return None if value is None else value.get_secret_value()
 
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
@@ -164,6 +201,15 @@ class DeskSettings(BaseSettings):
         self.otlp_header_map()  # says which part is not name=value
         return self
 
+    @model_validator(mode="after")
+    def _ops_port(self) -> DeskSettings:
+        if self.ops_port and self.ops_port == self.http_port:
+            raise ValueError(
+                f"DESK_OPS_PORT: {self.ops_port} is DESK_HTTP_PORT too; /healthz, /readyz and "
+                "/metrics need a port of their own"
+            )
+        return self
+
     @property
     def archive_seconds(self) -> float:
         return self.archive_days * 24 * 3600.0
@@ -273,6 +319,12 @@ class HelpdeskSettings(DeskSettings):
     helpdesk_connect_timeout: float = 3.0
     helpdesk_read_timeout: float = 10.0
 
+    @model_validator(mode="after")
+    def _helpdesk_url(self) -> HelpdeskSettings:
+        if self.helpdesk_kind == "http":  # (sql: a database URL)
+            http_url(self.helpdesk_url, "DESK_HELPDESK_URL")
+        return self
+
     def helpdesk_location(self) -> str:
         if self.helpdesk_url:
             return self.helpdesk_url
@@ -375,6 +427,11 @@ class DrafterSettings(HelpdeskSettings):
     prune_interval: float = Field(
         default=3600.0, gt=0, description="seconds between passes deleting finished threads"
     )
+
+    @field_validator("llm_base_url")
+    @classmethod
+    def _llm_base_url(cls, value: str | None) -> str | None:
+        return http_url(value, "DESK_LLM_BASE_URL")
 
     def consumer_options(self) -> dict[str, Any]:
         """A drafter takes twice as many deliveries at once as it may have model calls in
@@ -518,6 +575,7 @@ class InboxApiSettings(DeskSettings):
     def _ticket_url(self) -> InboxApiSettings:
         if self.helpdesk_ticket_url and "{ticket}" not in self.helpdesk_ticket_url:
             raise ValueError("DESK_HELPDESK_TICKET_URL must contain {ticket}")
+        http_url(self.helpdesk_ticket_url, "DESK_HELPDESK_TICKET_URL")
         return self
 
     @model_validator(mode="after")
@@ -586,6 +644,8 @@ class SenderSettings(HelpdeskSettings):
             raise ValueError("breaker_min_samples cannot exceed breaker_window")
         if self.channel == "webhook" and not self.channel_url:
             raise ValueError("DESK_CHANNEL_URL is required when DESK_CHANNEL=webhook")
+        http_url(self.channel_url, "DESK_CHANNEL_URL")
+        http_url(secret_text(self.notify_webhook_url), "DESK_NOTIFY_WEBHOOK_URL")
         return self
 
 
@@ -619,6 +679,12 @@ class ReconcilerSettings(HelpdeskSettings):
         description="the markup of the chat the report is posted to: slack or mattermost",
     )
 
+    @model_validator(mode="after")
+    def _urls(self) -> ReconcilerSettings:
+        http_url(self.inbox_url, "DESK_INBOX_URL")
+        http_url(secret_text(self.slack_webhook_url), "DESK_SLACK_WEBHOOK_URL")
+        return self
+
 
 class StackSettings(HelpdeskSettings):
     """`desk up`: the embedded single-machine stack."""
@@ -641,3 +707,12 @@ class StackSettings(HelpdeskSettings):
     ingress_port: int = Field(default=8000, ge=0, le=65535)
     inbox_api_port: int = Field(default=8001, ge=0, le=65535)
     restart_backoff_max: float = Field(default=30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _public_ports(self) -> StackSettings:
+        if self.ingress_port and self.ingress_port == self.inbox_api_port:
+            raise ValueError(
+                f"DESK_INBOX_API_PORT: {self.inbox_api_port} is DESK_INGRESS_PORT too; give each "
+                "service its own port (0 for any free one)"
+            )
+        return self

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from desk import cli
 from desk.credentials import nats_passwords
 from desk.natsserver import NatsServer
 from shared import subjects
@@ -158,3 +159,16 @@ async def test_one_ctrl_c_stops_results_tail_at_once_without_a_traceback(tmp_pat
         assert "Traceback" not in err
     finally:
         server.kill()
+
+
+@pytest.mark.usefixtures("no_desk_env")
+@pytest.mark.timeout(30)  # before, the service ran on whatever answered on 127.0.0.1:4222
+@pytest.mark.parametrize("command", [["router"], ["ingress", "imap"]], ids=" ".join)
+def test_a_service_without_a_named_broker_says_so(
+    capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    assert cli.main(command) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"desk {command[0]}: DESK_NATS_URL is not set: start the whole system with `desk up`, "
+        "or set DESK_NATS_URL to the broker this service is to use"
+    ]

@@ -203,7 +203,9 @@ async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> No
         [work] = await messages(bus.js, subjects.WORK)
         routed = Envelope.model_validate_json(work.data)
         assert routed.data["data"]["ticket_id"] == "T1012"
-        assert (routed.model_extra or {}).get("queue") == "general"  # the demo rules' queue
+        # the ticket's own priority (high) went with it: the demo rules' urgent queue
+        assert routed.data["data"]["priority"] == "high"
+        assert (routed.model_extra or {}).get("queue") == "urgent"
 
         async def in_inbox() -> bool:
             return any(
@@ -217,7 +219,7 @@ async def test_desk_up_runs_heals_and_stops_the_whole_system(stack: Stack) -> No
         drafted_item = InboxItem.model_validate(Envelope.model_validate_json(item.data).data)
         assert drafted_item.thread == "T1012"
         assert drafted_item.category == "refund"
-        assert drafted_item.trigger.queue == "general"  # the drafter kept the router's queue
+        assert drafted_item.trigger.queue == "urgent"  # the drafter kept the router's queue
     finally:
         await bus.close()
 

@@ -135,7 +135,11 @@ def test_a_rules_file_with_an_error_refuses_to_start_naming_the_rule(tmp_path: P
     done = subprocess.run(
         [sys.executable, "-m", "desk", "router"],
         cwd=ROOT,
-        env={"DESK_RULES_FILE": str(rules), "PATH": "/usr/bin:/bin"},
+        env={
+            "DESK_RULES_FILE": str(rules),
+            "DESK_NATS_URL": "nats://127.0.0.1:1",  # never reached: it stops before connecting
+            "PATH": "/usr/bin:/bin",
+        },
         capture_output=True,
         text=True,
         timeout=30,
