@@ -156,18 +156,28 @@ def decide(
         if feedback:  # feedback that recurs across tickets becomes a standing instruction
             with session.no_autoflush:  # a racing decision fails at commit: 409, below
                 learn(session, row, feedback, reviewer.name, decided_at)
-        row.status = {"ignore": "ignored", "response": "redrafting"}.get(kind, "sending")
-        row.decision = kind
-        row.updated_at = decided_at
-        session.add(row)
+        # only if it still waits: a newer version projected since it was read (which
+        # supersedes it) or another decision wins, and this one is refused, never written over
+        # it (an item left "sending" that no result would ever end)
+        status = {"ignore": "ignored", "response": "redrafting"}.get(kind, "sending")
         try:
+            still = session.execute(
+                update(ItemRow)
+                .where(col(ItemRow.id) == row.id, col(ItemRow.status) == "waiting")
+                .values(status=status, decision=kind, updated_at=decided_at)
+                .execution_options(synchronize_session=False)
+            )
+            if still.rowcount != 1:  # type: ignore[attr-defined]
+                raise _Changed
             session.commit()
-        except IntegrityError:
+        except (IntegrityError, _Changed):
             session.rollback()
             repeated = _recorded(session, row, kind, args, reviewer)
             if repeated is not None:  # the same decision, posted twice at once
                 return repeated
-            raise Conflict("this item was decided a moment ago") from None
+            raise Conflict(
+                "this item was decided, or replaced by a newer version, a moment ago"
+            ) from None
         metrics.DECISIONS.labels(row.category or "other", kind).inc()
         return Decision(
             type=kind,  # type: ignore[arg-type]
@@ -180,6 +190,10 @@ def decide(
             round=row.round or "r1",
             auto=auto is not None,
         )
+
+
+class _Changed(Exception):
+    """The item no longer waits: decided, or superseded, since it was read."""
 
 
 def _recorded(
