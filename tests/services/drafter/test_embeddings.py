@@ -97,7 +97,11 @@ def test_desk_eval_measures_the_embeddings_retriever(tmp_path: Path) -> None:
         text=True,
         timeout=180,
     )
-    assert run.returncode == 0, run.stdout + run.stderr
+    # measured, whatever the verdict: at its floor the embeddings retriever offers an article to
+    # a few rounds no article answers (README, "Why BM25, measured"), which fails the run (1);
+    # 2 would be a run that could not measure at all
+    assert run.returncode in (0, 1), run.stdout + run.stderr
+    assert "passed: " in run.stdout
     assert run.stderr == ""  # no progress bar, no warning from the model's libraries
     assert f"knowledge {DEMO_KNOWLEDGE} (embeddings)" in run.stdout
     data = json.loads(report.read_text())
