@@ -78,8 +78,9 @@ def setting_error(exc: ValidationError | SettingsError) -> str:
 
 
 def http_url(value: str | None, name: str) -> str | None:
-    """`value` if it is an http:// or https:// URL with a host (or unset)."""
-    if value is not None and not re.match(r"https?://[^/?#\s]", value):
+    """`value` if it is an http:// or https:// URL with a host (or unset: None or empty, as a
+    manifest leaves an optional URL)."""
+    if value and not re.match(r"https?://[^/?#\s]", value):
         raise ValueError(f"{name} must be an http:// or https:// URL (it has no scheme or host)")
     return value
 

@@ -22,12 +22,18 @@ from .observation import stream_leader
 from .stack import SERVICES, is_nats, is_service, nats_pids, service_pid
 
 
-def injector(run: Run, llm: FakeLLM, channel: FakeChannel, seed: int) -> None:
-    rng = random.Random(f"{seed}/faults")
+def planned(run: Run) -> list[str]:
+    """The faults a run injects, each once."""
     faults = [f"kill:{s}" for s in SERVICES] + ["kill:nats", "llm:503", "llm:outage"]
     faults.append("channel:503")
     if run.database_url:
         faults.append("postgres:outage")
+    return faults
+
+
+def injector(run: Run, llm: FakeLLM, channel: FakeChannel, seed: int) -> None:
+    rng = random.Random(f"{seed}/faults")
+    faults = planned(run)
     rng.shuffle(faults)
     # start once the first events are in flight
     while run.sends < max(3, run.events // 10) and not run.sending_done.is_set():

@@ -17,6 +17,7 @@ from standins.channel import FakeChannel
 from .. import rounds
 from ..facts import Run
 from ..rounds import Line
+from .faults import planned
 from .observation import (
     all_items,
     consumers,
@@ -152,7 +153,7 @@ def duplicates_line(run: Run) -> Line:
 
 def faults_line(run: Run) -> Line:
     return (
-        len(run.faults) == 9 + bool(run.database_url) and not run.fault_problems,
+        len(run.faults) == len(planned(run)) and not run.fault_problems,
         "faults",
         f"{len(run.faults)} injected: {', '.join(run.faults)}"
         f"{'; problems: ' + '; '.join(run.fault_problems) if run.fault_problems else ''}",

@@ -555,7 +555,10 @@ def test_each_service_accepts_the_environment_its_pod_gets(
         service = service_of(deployment)
         env = dict(config)
         for var, entry in env_of(deployment["spec"]["template"]["spec"]["containers"][0]).items():
-            env[var] = entry.get("value", SECRET_PLACEHOLDERS.get(var, f"secret-{var}"))
+            placeholder = (
+                f"https://secret.example/{var}" if var.endswith("_URL") else f"secret-{var}"
+            )
+            env[var] = entry.get("value", SECRET_PLACEHOLDERS.get(var, placeholder))
         with monkeypatch.context() as patch:
             for var in list(os.environ):
                 if var.upper() in known_settings():

@@ -1,6 +1,7 @@
-"""One webhook followed to its `reply.sent` by its trace id, through a redelivery (the model
-answered 503 once) and a replay (it then refused the credentials: a dead letter, replayed once
-the model worked): every stored message and every log line of its hops carry the one trace, and
+"""One webhook followed to its `reply.sent` by its trace id, through a redelivery (the
+helpdesk's database could not be read) and a replay (it still could not on the last allowed
+attempt: a dead letter, replayed once it could): every stored message and every log line of its
+hops carry the one trace, and
 `desk trace` prints the path from the broker's records. With an OTLP endpoint set, every hop
 is also a span exported to the collector: one connected tree from the webhook to the result."""
 
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -35,13 +38,12 @@ async def test_one_webhook_is_one_trace_through_a_redelivery_and_a_replay(
 
 
 async def follow_one_webhook(stack: Stack, fake_llm: FakeLLM, collector: Collector) -> None:
-    fake_llm.fail_next(503)  # the first attempt: transient, redelivered
-    fake_llm.fail_next(401)  # the second: permanent, dead-lettered
     stack.env.update(
         {
             "DESK_LLM_BASE_URL": fake_llm.url,
             "DESK_LLM_API_KEY": "test-key",
             "DESK_RETRY_INITIAL": "0.2",
+            "DESK_MAX_DELIVER": "2",  # the first attempt redelivered, the second dead-lettered
             "DESK_OTLP_ENDPOINT": collector.url,
             "OTEL_BSP_SCHEDULE_DELAY": "200",  # the SDK's batch interval, ms
         }
@@ -49,7 +51,9 @@ async def follow_one_webhook(stack: Stack, fake_llm: FakeLLM, collector: Collect
     stack.up()
     await eventually(lambda: all_healthy(stack), timeout=60, message="six healthy services")
 
-    sent = desk(stack, "send-webhook", "--ticket", "T1012")
+    helpdesk = stack.var / "helpdesk.sqlite"
+    _rename(helpdesk, "tickets", "tickets_away")  # reading the ticket fails: a TransientError
+    sent = desk(stack, "send-webhook", "--ticket", "T1012", "--priority", "normal")
     assert sent.returncode == 0, sent.stderr
     event_id = json.loads(sent.stdout.split(" ", 1)[1])["id"]
 
@@ -61,6 +65,7 @@ async def follow_one_webhook(stack: Stack, fake_llm: FakeLLM, collector: Collect
     await eventually(lambda: dead_letter() is not None, timeout=30, message="the dead letter")
     letter = dead_letter()
     assert letter is not None
+    _rename(helpdesk, "tickets_away", "tickets")  # the helpdesk can be read again
     replayed = desk(stack, "dlq", "replay", letter, "--yes")
     assert replayed.returncode == 0, replayed.stderr
 
@@ -154,3 +159,8 @@ async def follow_one_webhook(stack: Stack, fake_llm: FakeLLM, collector: Collect
         "process inbox.decision",
         "publish results.reply.sent",
     ], path(result)
+
+
+def _rename(database: Path, table: str, to: str) -> None:
+    with sqlite3.connect(database) as connection:
+        connection.execute(f"ALTER TABLE {table} RENAME TO {to}")

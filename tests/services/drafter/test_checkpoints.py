@@ -40,7 +40,11 @@ async def test_offline_model_drafts_without_any_endpoint_and_honours_feedback(
         assert "offline model" in process.tail()
         await decide(bus, v1, "response", "add our opening hours")
         await eventually(lambda: _at_least(bus, 2), timeout=20, message="the redraft")
-        assert "Add our opening hours." in (await items(bus))[1].action_request.args["reply"]
+        v2 = (await items(bus))[1]
+        assert v2.version == 2 and v2.feedback == ["add our opening hours"]
+        # an instruction it cannot follow is the reviewer's to act on, never pasted to the customer
+        assert "opening hours" not in v2.action_request.args["reply"].lower()
+        assert "您好" in v2.action_request.args["reply"]
     finally:
         harness.stop_all()
 
