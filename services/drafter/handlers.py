@@ -236,10 +236,12 @@ class Drafter:
             return
         made_by_this = item.trigger.event_id == work.trigger["event_id"]  # its redelivery
         if work.kind == "stale" and work.day is not None and not made_by_this:
-            await self._overdue(item, work.day)
-            # after the notice (idempotent): the same reminder delivered again once the draft
-            # has been decided is done with, not a reason to draft the round again
+            # before the notice: the same reminder delivered again (its notice's publish was
+            # not acknowledged, say) once the draft has been decided meanwhile is done with,
+            # not a reason to draft the round again; while the draft still waits, a
+            # redelivery publishes the notice again (idempotent id)
             await self.ledger.claim(ids.reminded(work.thread, work.day), ttl=REMINDED_TTL)
+            await self._overdue(item, work.day)
             metrics.OUTCOMES.labels("overdue").inc()
             return
         metrics.OUTCOMES.labels("duplicate").inc()  # a duplicate or a redelivery
