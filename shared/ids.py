@@ -76,6 +76,12 @@ def sent(thread: str, round_id: str) -> str:
     return f"sent:{thread}:{round_id}"
 
 
+def unsent(thread: str, round_id: str) -> str:
+    """Drafter ledger key: the approved reply to that round did not go out (`reply.withdrawn`),
+    and the drafter has done what that asks (drafted the round again, or nothing)."""
+    return f"unsent:{thread}:{round_id}"
+
+
 def stale(ticket: str, day: dt.date) -> str:
     return f"cron:stale:{ticket}:{day.isoformat()}"
 

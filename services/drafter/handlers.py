@@ -21,7 +21,10 @@ is left as it is until it has: the ticket's news is then a new round, not a redr
 answer the customer's earlier messages again.
 An approved reply the sender withdrew because the customer wrote again before it went out
 (`reply.withdrawn`) did not answer its round: the round's messages count as unanswered again,
-so the next draft answers them too.
+so the next draft answers them too. The customer's new message waits for the sender's word on
+that reply (sent or withdrawn, up to `SETTLE_WAIT` after the decision) before it starts a new
+round: one draft then answers everything owed, instead of a new round's draft that a late
+withdrawal redrafts while a reviewer may be approving it.
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ from shared import conversation, ids, mail, subjects
 from shared.bus import Bus
 from shared.consumer import Delivery
 from shared.envelope import Envelope
-from shared.errors import BusinessReject, PermanentError, TransientError
-from shared.inbox import Decision, InboxItem, Overdue, Withdrawal
+from shared.errors import BusinessReject, PermanentError, TransientError, Unavailable
+from shared.inbox import SEND_REPLY, Decision, InboxItem, Overdue, Withdrawal
 from shared.ledger import Ledger
 from shared.results import REPLY_SENT, REPLY_WITHDRAWN
 from shared.source.base import Ticket
@@ -60,6 +63,9 @@ COMMAND_WRITES = "00000000-0000-0000-0000-000000000000"
 INTERRUPT, ERROR = "__interrupt__", "__error__"  # pending writes that are not a step's result
 REMINDED_TTL = 2 * 24 * 3600.0  # a day's reminder key outlives its day
 SENT_TTL = 7 * 24 * 3600.0  # a sent reply's decision reaches the drafter well within that
+# how long after its decision an approved reply's fate (sent or withdrawn) is waited for before
+# a new round starts without it (a sender that never says: the round's draft goes ahead)
+SETTLE_WAIT = 120.0
 
 
 class Drafter:
@@ -147,8 +153,15 @@ class Drafter:
             return
         if self.graph.store is not None:  # it never went out: no example of what was sent
             await memory.forget(self.graph.store, thread, round_id)
-        if data.get("reason") != conversation.REASONS["customer_wrote"]:
-            return  # closed, or a person answered: nothing of ours is owed
+        if data.get("reason") == conversation.REASONS["customer_wrote"]:
+            await self._owed_again(thread, round_id, delivery.body.id)
+        # done with (a new round waits for this, `_settled`); closed, or a person answered:
+        # nothing of ours is owed
+        await self.ledger.claim(ids.unsent(thread, round_id), ttl=SENT_TTL)
+
+    async def _owed_again(self, thread: str, round_id: str, event_id: str) -> None:
+        """An approved reply withdrawn because the customer wrote again: its round's messages
+        are owed an answer, in the waiting draft or in the round drafted again."""
         config = self.config(thread)
         async with self.ledger.lease(f"thread:{thread}", ttl=self.lease_ttl, wait=self.lease_wait):
             await self._finish_cut_off(config)
@@ -159,7 +172,7 @@ class Drafter:
                 return  # not a round this thread drafted (or drafted before rounds were kept)
             # no work message: a redraft after a withdrawal waits for a person (auto-send
             # needs the router's message about the ticket)
-            trigger = {"source": "sender", "type": REPLY_WITHDRAWN, "event_id": delivery.body.id}
+            trigger = {"source": "sender", "type": REPLY_WITHDRAWN, "event_id": event_id}
             queue = (values.get("trigger") or {}).get("queue")
             if queue:  # the redraft waits where the round did
                 trigger["queue"] = queue
@@ -256,6 +269,7 @@ class Drafter:
             raise BusinessReject("the ticket is closed: no draft", outcome="closed")
         found = conversation.open_round(ticket, covered=values.get("covered"))
         if found is not None and found.id != values.get("round"):
+            await self._settled(work.thread, values)
             await self._after(await self._run(work.start(), config))  # the customer wrote again
             return
         if work.kind == "stale" and work.day is not None:
@@ -270,6 +284,34 @@ class Drafter:
                 return
         metrics.OUTCOMES.labels("duplicate").inc()
         raise BusinessReject(f"thread {work.thread} has nothing new to answer", outcome="duplicate")
+
+    async def _settled(self, thread: str, values: dict[str, Any]) -> None:
+        """Wait (in place, no attempt spent) while the reply a person approved for the thread's
+        last round has neither gone out nor been withdrawn: if the sender withdraws it because
+        the customer wrote again, that round is drafted again with the new message in it."""
+        round_id = values.get("round")
+        decided = (values.get("decision") or {}).get("decided_at")
+        action = ((values.get("item") or {}).get("action_request") or {}).get("action")
+        if values.get("outcome") not in ("accepted", "edited") or action != SEND_REPLY:
+            return
+        if not round_id or not decided:
+            return
+        try:
+            at = dt.datetime.fromisoformat(str(decided))
+        except ValueError:
+            return
+        at = at if at.tzinfo else at.replace(tzinfo=dt.UTC)
+        age = (dt.datetime.now(dt.UTC) - at).total_seconds()
+        if age > SETTLE_WAIT:
+            return  # a sender that never said: go ahead (a late withdrawal still redrafts)
+        for key in (ids.sent(thread, round_id), ids.unsent(thread, round_id)):
+            if await self.ledger.seen(key):
+                return
+        raise Unavailable(
+            f"the reply approved for {thread} round {round_id} is still with the sender;"
+            " the customer's new message waits for it",
+            retry_after=1.0,
+        )
 
     @staticmethod
     def _news(work: threads.Work) -> dict[str, Any]:

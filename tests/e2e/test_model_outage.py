@@ -12,34 +12,26 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 from desk import status as desk_status
-from desk.natsserver import NatsServer
 from desk.statefile import STATE_FILE
 from shared import conversation, outage, subjects
 from shared.bus import Bus
 from shared.source.demo import TICKETS
 from standins.llm import FakeLLM
 from tests.helpers import eventually, messages
+from tests.services.drafter import conftest as drafters
 from tests.services.drafter.conftest import Harness, items, send_event
 
 pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
+harness = drafters.harness  # the drafter tests' fixture: drafter processes on this broker
+
 OUTAGE = float(os.environ.get("DESK_TEST_MODEL_OUTAGE", "24"))
-
-
-@pytest.fixture
-def harness(nats_server: NatsServer, tmp_path: Path, fake_llm: FakeLLM) -> Iterator[Harness]:
-    drafters = Harness(nats_server, tmp_path, fake_llm)
-    try:
-        yield drafters
-    finally:
-        drafters.stop_all()
 
 
 def _open_tickets() -> list[str]:
