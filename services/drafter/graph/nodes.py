@@ -173,7 +173,7 @@ def _no_draft(
     item = InboxItem(
         action_request=_reply(ticket, ""),  # written by a person
         config=WRITE_CONFIG,
-        description=f"Ticket {ticket['id']} from {customer}: no draft. {why}.",
+        description=f"Ticket {ticket['id']} from {customer}: {why}.",
         id=item_id(state["thread"], version),
         thread=state["thread"],
         version=version,
