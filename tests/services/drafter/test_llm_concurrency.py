@@ -48,7 +48,7 @@ async def test_a_drafter_keeps_its_llm_concurrency_in_flight_beyond_the_bus_conc
         harness = Harness(nats_server, tmp_path, slow)
         try:
             harness.start(DESK_CONCURRENCY="4", DESK_LLM_CONCURRENCY="12", DESK_ACK_WAIT="2")
-            for n in range(40):  # 40 conversations of their own: nothing serializes them
+            for n in range(30):  # 30 conversations of their own: nothing serializes them
                 await mail_event(bus, f"m{n}@mail.example", f"Question number {n}.")
 
             async def held() -> bool:  # 12 calls, 12 waiting with their call ready, 4 more
@@ -56,12 +56,12 @@ async def test_a_drafter_keeps_its_llm_concurrency_in_flight_beyond_the_bus_conc
                 return info.num_ack_pending == 2 * 12 + 4
 
             await eventually(held, timeout=30, message="28 deliveries held at once")
-            await eventually(lambda: drafted(bus, 40), timeout=60, message="40 drafts")
+            await eventually(lambda: drafted(bus, 30), timeout=60, message="30 drafts")
             await eventually(lambda: settled(bus), timeout=20, message="all acked")
         finally:
             harness.stop_all()
     assert slow.most_in_flight == 12  # the model's limit, not the bus's 4
-    assert len(slow.requests) == 40  # a 1 s call under a 2 s ack wait: none redelivered
+    assert len(slow.requests) == 30  # a 1 s call under a 2 s ack wait: none redelivered
 
 
 async def test_a_full_endpoint_halves_the_calls_in_flight_and_every_draft_still_comes(
@@ -71,9 +71,9 @@ async def test_a_full_endpoint_halves_the_calls_in_flight_and_every_draft_still_
         harness = Harness(nats_server, tmp_path, full)
         try:
             drafter = harness.start(DESK_LLM_CONCURRENCY="16", DESK_MAX_DELIVER="1")
-            for n in range(30):
+            for n in range(20):  # more at once than the endpoint takes
                 await mail_event(bus, f"f{n}@mail.example", f"Question number {n}.")
-            await eventually(lambda: drafted(bus, 30), timeout=90, message="30 drafts")
+            await eventually(lambda: drafted(bus, 20), timeout=90, message="20 drafts")
             await eventually(lambda: settled(bus), timeout=20, message="all acked")
             assert metric(drafter.ops_url, "desk_drafter_llm_overloaded_total") >= 1
             assert metric(drafter.ops_url, "desk_drafter_llm_concurrency_limit") < 16
@@ -81,7 +81,7 @@ async def test_a_full_endpoint_halves_the_calls_in_flight_and_every_draft_still_
             harness.stop_all()
     assert full.refused_busy > 0  # it did fill up
     # a 429 spends no attempt (one allowed here): nothing was dead-lettered, each mail drafted
-    assert len({i.thread for i in await items(bus)}) == 30
+    assert len({i.thread for i in await items(bus)}) == 20
     dead = await bus.js.stream_info("DLQ")
     assert dead.state.messages == 0
 
