@@ -35,6 +35,8 @@ from urllib.parse import quote
 
 import httpx
 
+from shared import clock
+
 from .statefile import STATE_FILE
 
 WIDTH = 100
@@ -315,11 +317,9 @@ def age(created_at: str | None, now: dt.datetime | None = None) -> str:
     if not created_at:
         return "-"
     try:
-        then = dt.datetime.fromisoformat(created_at)
+        then = clock.parse(created_at)
     except ValueError:
         return "?"
-    if then.tzinfo is None:
-        then = then.replace(tzinfo=dt.UTC)
     seconds = max(0, int(((now or dt.datetime.now(dt.UTC)) - then).total_seconds()))
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
@@ -566,10 +566,9 @@ def _conversation(messages: list[dict[str, Any]], answered: list[str]) -> list[s
 def _clock(stamp: str) -> str:
     """An ISO timestamp as `14:05 UTC`."""
     try:
-        when = dt.datetime.fromisoformat(stamp)
+        when = clock.parse(stamp)
     except ValueError:
         return _one_line(stamp)
-    when = when if when.tzinfo else when.replace(tzinfo=dt.UTC)
     return f"{when.astimezone(dt.UTC):%H:%M} UTC"
 
 
@@ -578,10 +577,9 @@ def _when(stamp: str | None) -> str:
     if not stamp:
         return "-"
     try:
-        when = dt.datetime.fromisoformat(stamp)
+        when = clock.parse(stamp)
     except ValueError:
         return _one_line(stamp)
-    when = when if when.tzinfo else when.replace(tzinfo=dt.UTC)
     return when.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 

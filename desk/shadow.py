@@ -32,7 +32,7 @@ from urllib.parse import quote
 
 import httpx
 
-from shared import similarity, subjects
+from shared import clock, similarity, subjects
 from shared.bus import Bus, NatsAuth, without_credentials
 from shared.errors import DeskError, TransientError
 from shared.history import stored_since
@@ -54,10 +54,9 @@ def since_of(text: str, now: dt.datetime) -> dt.datetime:
         unit = {"m": "minutes", "h": "hours", "d": "days"}[found.group(2)]
         return now - dt.timedelta(**{unit: int(found.group(1))})
     try:
-        when = dt.datetime.fromisoformat(text.strip())
+        return clock.parse(text.strip())
     except ValueError:
         raise EvalError(f"--since {text!r}: give 30m, 24h, 7d or an ISO 8601 time") from None
-    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
 
 
 async def tickets_since(bus: Bus, since: dt.datetime) -> tuple[int, list[str]]:

@@ -26,6 +26,8 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
+from shared import clock
+
 from .errors import PermanentError, TransientError
 
 Kind = Literal["ok", "transient", "permanent"]
@@ -68,7 +70,7 @@ def retry_after(
         except (TypeError, ValueError, IndexError, OverflowError):
             return None
         now = now or dt.datetime.now(dt.UTC)
-        seconds = (_utc(when) - _utc(now)).total_seconds()
+        seconds = (clock.aware(when) - clock.aware(now)).total_seconds()  # HTTP-dates are GMT
     seconds = max(0.0, seconds)
     return seconds if cap is None else min(cap, seconds)
 
@@ -105,8 +107,3 @@ def raise_for(
 
 def _header(headers: Mapping[str, str]) -> str | None:
     return next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
-
-
-def _utc(when: dt.datetime) -> dt.datetime:
-    """HTTP-dates are GMT: a date without a zone (asctime's form, `-0000`) is taken as UTC."""
-    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)

@@ -38,6 +38,8 @@ from nats.js import JetStreamContext
 from nats.js.api import RawStreamMsg
 from pydantic import BaseModel, ConfigDict
 
+from shared import clock
+
 from . import headers as h
 from . import ids, subjects
 from .bus import BrokerCode, Bus
@@ -303,7 +305,6 @@ def _int(text: str) -> int:
 def _time(text: str, stored: dt.datetime | None) -> dt.datetime:
     """When the runtime wrote the dead letter; the broker's store time if the header is bad."""
     try:
-        value = dt.datetime.fromisoformat(text)
+        return clock.parse(text)
     except ValueError:
         return stored or dt.datetime.fromtimestamp(0, dt.UTC)
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)

@@ -15,6 +15,8 @@ from typing import Any
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from shared import clock
+
 from .errors import PermanentError
 
 CONTENT_TYPE = "application/cloudevents+json"
@@ -52,7 +54,7 @@ class Envelope(BaseModel):
     @field_validator("time")
     @classmethod
     def _aware(cls, value: dt.datetime) -> dt.datetime:
-        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        return clock.aware(value)
 
     def to_bytes(self) -> bytes:
         return self.model_dump_json(exclude_none=True).encode()

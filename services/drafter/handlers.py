@@ -39,7 +39,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from shared import conversation, ids, mail, subjects
+from shared import clock, conversation, ids, mail, subjects
 from shared.bus import Bus
 from shared.consumer import Delivery
 from shared.envelope import Envelope
@@ -297,10 +297,9 @@ class Drafter:
         if not round_id or not decided:
             return
         try:
-            at = dt.datetime.fromisoformat(str(decided))
+            at = clock.parse(str(decided))
         except ValueError:
             return
-        at = at if at.tzinfo else at.replace(tzinfo=dt.UTC)
         age = (dt.datetime.now(dt.UTC) - at).total_seconds()
         if age > SETTLE_WAIT:
             return  # a sender that never said: go ahead (a late withdrawal still redrafts)

@@ -8,6 +8,8 @@ import difflib
 import re
 from typing import Any, Literal
 
+from shared import clock
+
 KEEP_MESSAGES = 4  # a longer conversation shows its last few; the rest behind "show all"
 
 Op = Literal["equal", "insert", "delete"]
@@ -127,8 +129,7 @@ def fold(
 
 def when(stamp: str) -> dt.datetime:
     """An ISO time as an aware datetime (naive ones are UTC)."""
-    value = dt.datetime.fromisoformat(stamp)
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    return clock.parse(stamp)
 
 
 def utc(stamp: str | None) -> str:

@@ -13,14 +13,13 @@ round ends in exactly one of `reply.sent`, `reply.withdrawn`, `reply.failed`.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 from typing import Any
 
 from prometheus_client import Counter
 from sqlalchemy.engine import Engine
 
-from shared import conversation, edits, ids, mail, screening
+from shared import clock, conversation, edits, ids, mail, screening
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError, Unavailable
@@ -504,8 +503,7 @@ class Sender:
 
     def _overdue(self, row: store.OutboxRow) -> bool:
         approved = row.created_at
-        if approved.tzinfo is None:  # SQLite keeps no zone: it was written in UTC
-            approved = approved.replace(tzinfo=dt.UTC)
+        approved = clock.aware(approved)  # SQLite keeps no zone: it was written in UTC
         return (store.now() - approved).total_seconds() > self.delivery_deadline
 
     async def _failed(self, row: store.OutboxRow, error: str) -> None:

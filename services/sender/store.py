@@ -17,7 +17,7 @@ from sqlalchemy import JSON, Column, DateTime, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col, func, select
 
-from shared import trace
+from shared import clock, trace
 from shared.db import (
     add_missing_columns,
     add_missing_indexes,
@@ -132,10 +132,6 @@ def create_tables(engine: Engine) -> None:
     add_missing_indexes(engine, tables)
 
 
-def _utc(value: dt.datetime) -> dt.datetime:
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-
-
 def see_item(engine: Engine, item: ItemRow) -> None:
     """Remember an item; one seen before (a redelivery, or another replica a moment ago) is
     left as it was stored."""
@@ -231,7 +227,7 @@ def pending_results(engine: Engine, limit: int = 100) -> list[ResultRow]:
             .limit(limit)
         ).all()
         for r in rows:
-            r.created_at = _utc(r.created_at)
+            r.created_at = clock.aware(r.created_at)
         return list(rows)
 
 

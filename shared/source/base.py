@@ -7,18 +7,13 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from shared import clock
+
 from ..errors import PermanentError
 
 TicketStatus = Literal["open", "pending", "closed"]
 Priority = Literal["low", "normal", "high", "urgent"]
 AuthorKind = Literal["customer", "agent", "note"]
-
-
-def _as_utc(value: dt.datetime) -> dt.datetime:
-    """Aware UTC always: a naive time (SQLite, some helpdesks) is taken as UTC."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=dt.UTC)
-    return value.astimezone(dt.UTC)
 
 
 class Customer(BaseModel):
@@ -46,7 +41,7 @@ class Message(BaseModel):
     @field_validator("created_at")
     @classmethod
     def _utc(cls, value: dt.datetime) -> dt.datetime:
-        return _as_utc(value)
+        return clock.utc(value)
 
 
 def opening_message_id(ticket_id: str) -> str:
@@ -76,7 +71,7 @@ class Ticket(BaseModel):
     @field_validator("created_at", "updated_at")
     @classmethod
     def _utc(cls, value: dt.datetime) -> dt.datetime:
-        return _as_utc(value)
+        return clock.utc(value)
 
     @model_validator(mode="before")
     @classmethod

@@ -21,6 +21,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from shared import clock
+
 from .. import jsonpath
 from .base import Message, Ticket
 
@@ -94,10 +96,9 @@ def parse_version(value: Any) -> dt.datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return clock.parse(value)
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
 
 
 def ticket_ref(body: Any) -> TicketRef | None:

@@ -22,7 +22,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import TypeAdapter, ValidationError
 
-from .. import answers
+from .. import answers, clock
 from ..errors import PermanentError, TransientError
 from .base import Article, Ticket, TicketPage, ticket_not_found
 
@@ -91,7 +91,7 @@ class HttpSource:
     ) -> TicketPage:
         params: dict[str, str] = {self.limit_param: str(limit)}
         if updated_since is not None:
-            since = updated_since if updated_since.tzinfo else updated_since.replace(tzinfo=dt.UTC)
+            since = clock.aware(updated_since)
             params[self.updated_since_param] = since.astimezone(dt.UTC).isoformat()
         if cursor is not None:
             params[self.cursor_param] = cursor

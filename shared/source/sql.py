@@ -30,6 +30,8 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
+from shared import clock
+
 from ..db import private_sqlite_file
 from ..errors import PermanentError, TransientError
 from . import demo
@@ -94,15 +96,8 @@ TABLES = [
 AGENT_NAME = "Support team"  # the author name of an agent message given without one
 
 
-def as_utc(value: dt.datetime) -> dt.datetime:
-    """An aware UTC datetime; a naive one is taken to be UTC already."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=dt.UTC)
-    return value.astimezone(dt.UTC)
-
-
 def encode_cursor(updated_at: dt.datetime, ticket_id: str) -> str:
-    raw = json.dumps([as_utc(updated_at).isoformat(), ticket_id]).encode()
+    raw = json.dumps([clock.utc(updated_at).isoformat(), ticket_id]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
@@ -110,7 +105,7 @@ def decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         stamp, ticket_id = json.loads(raw)
-        return as_utc(dt.datetime.fromisoformat(stamp)), str(ticket_id)
+        return clock.utc(dt.datetime.fromisoformat(stamp)), str(ticket_id)
     except (binascii.Error, ValueError, TypeError) as exc:
         raise PermanentError("invalid cursor") from exc
 
@@ -195,7 +190,7 @@ def _message(row: Any) -> Message:
         author=row.author,  # type: ignore[arg-type]  # validated by the model
         author_name=row.author_name,
         body=row.body,
-        created_at=as_utc(row.created_at),
+        created_at=clock.utc(row.created_at),
     )
 
 
@@ -209,8 +204,8 @@ def _ticket(row: Any, customer: CustomerRow | Customer, messages: Sequence[Any])
         body=row.body,
         status=row.status,  # type: ignore[arg-type]  # validated by the model
         priority=row.priority,  # type: ignore[arg-type]
-        created_at=as_utc(row.created_at),
-        updated_at=as_utc(row.updated_at),
+        created_at=clock.utc(row.created_at),
+        updated_at=clock.utc(row.updated_at),
         messages=[_message(m) for m in messages],
     )
 
@@ -537,7 +532,7 @@ class SqlSource:
 
     def _stamp(self, value: dt.datetime) -> dt.datetime:
         """A datetime as the database compares it: UTC, and naive on SQLite (stored naive)."""
-        value = as_utc(value)
+        value = clock.utc(value)
         return value.replace(tzinfo=None) if self.engine.dialect.name == "sqlite" else value
 
 
@@ -549,8 +544,8 @@ def _row(ticket: Ticket) -> TicketRow:
         body=ticket.body,
         status=ticket.status,
         priority=ticket.priority,
-        created_at=as_utc(ticket.created_at),
-        updated_at=as_utc(ticket.updated_at),
+        created_at=clock.utc(ticket.created_at),
+        updated_at=clock.utc(ticket.updated_at),
     )
 
 
@@ -562,7 +557,7 @@ def _message_row(ticket_id: str, seq: int, message: Message) -> MessageRow:
         author=message.author,
         author_name=message.author_name,
         body=message.body,
-        created_at=as_utc(message.created_at),
+        created_at=clock.utc(message.created_at),
     )
 
 
@@ -572,4 +567,4 @@ def _message_rows(ticket: Ticket) -> list[MessageRow]:
 
 def _later(previous: dt.datetime) -> dt.datetime:
     """Now, or just after `previous` if the clock is behind it: a ticket's version only grows."""
-    return max(dt.datetime.now(dt.UTC), as_utc(previous) + dt.timedelta(microseconds=1))
+    return max(dt.datetime.now(dt.UTC), clock.utc(previous) + dt.timedelta(microseconds=1))

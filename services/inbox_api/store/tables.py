@@ -12,6 +12,7 @@ from sqlalchemy import JSON, Column, DateTime, Index, UniqueConstraint
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel
 
+from shared import clock
 from shared.db import add_missing_columns, add_missing_indexes
 
 Status = Literal[
@@ -39,7 +40,7 @@ def as_utc(value: dt.datetime | None) -> dt.datetime | None:
     """A stored time as an aware UTC one (SQLite gives it back naive)."""
     if value is None:
         return None
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    return clock.aware(value)
 
 
 class ItemRow(SQLModel, table=True):
