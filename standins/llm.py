@@ -445,24 +445,6 @@ class FakeLLM:
         with self._lock:
             return list(self._requests)
 
-    @property
-    def last_request(self) -> dict[str, Any]:
-        with self._lock:
-            if not self._requests:
-                raise AssertionError("FakeLLM received no request")
-            return self._requests[-1]
-
-    def wait_for_requests(self, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
-        """Block until at least `count` requests arrived (for code running elsewhere)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            seen = self.requests
-            if len(seen) >= count:
-                return seen
-            if time.monotonic() > deadline:
-                raise AssertionError(f"FakeLLM got {len(seen)} requests, expected {count}")
-            time.sleep(0.01)
-
     # ---- the endpoint ------------------------------------------------------------------------
 
     async def _chat_completions(self, request: Request) -> Response:

@@ -17,7 +17,7 @@ from shared.envelope import Envelope
 from shared.inbox import Decision, InboxItem, Notice, Withdrawal
 from shared.ledger import Ledger
 from shared.service import Service
-from shared.settings import ConfigError, SenderSettings
+from shared.settings import SenderSettings
 from shared.source.configured import open_configured
 
 from . import archive, notifications, store
@@ -33,8 +33,7 @@ log = logging.getLogger(__name__)
 def make_channel(settings: SenderSettings) -> WebhookChannel | None:
     if settings.channel == "outbox":
         return None
-    if not settings.channel_url:
-        raise ConfigError("DESK_CHANNEL_URL is required when DESK_CHANNEL=webhook")
+    assert settings.channel_url  # the settings refuse DESK_CHANNEL=webhook without it
     breaker = CircuitBreaker(
         BreakerSettings(
             window=settings.breaker_window,

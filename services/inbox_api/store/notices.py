@@ -172,19 +172,6 @@ def mark_published(engine: Engine, notice_id: str) -> None:
             session.commit()
 
 
-def of_item(session: Session, item_ids: Sequence[str]) -> dict[str, list[str]]:
-    """The escalations recorded for items: item id to its kinds, oldest first."""
-    found: dict[str, list[str]] = {}
-    rows = session.exec(
-        select(NoticeRow)
-        .where(col(NoticeRow.item_id).in_(list(item_ids)))
-        .order_by(col(NoticeRow.created_at))
-    ).all()
-    for row in rows:
-        found.setdefault(row.item_id or "", []).append(row.kind)
-    return found
-
-
 def _name(customer: dict[str, Any] | None) -> str | None:
     name = (customer or {}).get("name")
     return str(name) if name else None
