@@ -36,7 +36,7 @@ from shared.bus import Bus
 from shared.ledger import Ledger
 from shared.settings import ConfigError, ImapSettings, IngressSettings
 from shared.signatures import body_digest, github_sign, stripe_sign
-from tests.helpers import messages
+from tests.helpers import eventually, messages
 from tests.imapserver import ImapServer
 from tests.services_running import ServiceProcess
 
@@ -140,15 +140,19 @@ async def test_a_new_github_event_of_a_type_outside_the_allowlist_is_refused(
     assert good.status_code == 202 and good.json()["duplicate"] is False, good.text
 
 
-def test_each_source_without_a_timestamp_is_named_in_a_warning_at_start(
+async def test_each_source_without_a_timestamp_is_named_in_a_warning_at_start(
     ingress_process: ServiceProcess,
 ) -> None:
+    warnings = [
+        f"source {name}: signature scheme has no timestamp; replays are refused by body hash only"
+        for name in ("github", "email")
+    ]
+    # written once the service is up, which may be a moment after it first answered
+    await eventually(
+        lambda: all(w in ingress_process.log.read_text() for w in warnings),
+        message="both warnings in the log",
+    )
     log = ingress_process.log.read_text()
-    for name in ("github", "email"):
-        assert (
-            f"source {name}: signature scheme has no timestamp; replays are refused by body "
-            "hash only"
-        ) in log
     assert "source helpdesk: signature scheme" not in log
     assert GITHUB_SECRET not in log and BASIC not in log
 
@@ -343,7 +347,15 @@ async def test_two_different_mails_with_the_same_message_id_are_both_recorded(
             imap_password=SecretStr(imap_server.password),
         )
     )
-    assert (await poll_once(mailbox, events, "email")).stored == 2
+    stored = 0
+
+    async def both_stored() -> bool:  # a poll whose publish timed out leaves them for the next
+        nonlocal stored
+        stored += (await poll_once(mailbox, events, "email")).stored
+        return stored >= 2
+
+    await eventually(both_stored, timeout=30, message="both mails stored")
+    assert stored == 2
     assert (await poll_once(mailbox, events, "email")).stored == 0  # both flagged seen
 
     own = message_id.strip("<>")
