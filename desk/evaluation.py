@@ -52,9 +52,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from shared import evidence
-from shared.errors import DeskError
+from shared.errors import DeskError, first_error
 from shared.inbox import CATEGORIES
-from shared.settings import ConfigError, DrafterSettings, RetrieverName, first_error
+from shared.settings import ConfigError, DrafterSettings, RetrieverName
 
 from . import screening_eval
 from .private import write_private
@@ -166,9 +166,7 @@ def load(path: Path) -> CaseFile:
     try:
         found = CaseFile.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise EvalError(f"{path}: {where}: {first['msg']}") from None
+        raise EvalError(f"{path}: {first_error(exc, '')}") from None
     seen: set[str] = set()
     for case in found.cases:
         if case.id in seen:

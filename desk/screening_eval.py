@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from shared import screening
+from shared.errors import first_error
 
 SCREENING_CASES = Path(__file__).parent / "evals" / "screening.yaml"
 
@@ -85,9 +86,7 @@ def load(path: Path = SCREENING_CASES) -> ScreeningCases:
     try:
         return ScreeningCases.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ScreeningError(f"{path}: {where}: {first['msg']}".replace(": : ", ": ")) from None
+        raise ScreeningError(f"{path}: {first_error(exc, '')}".replace(": : ", ": ")) from None
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,7 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
-from shared import clock
-
+from . import clock
 from .errors import PermanentError, TransientError
 
 Kind = Literal["ok", "transient", "permanent"]

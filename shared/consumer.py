@@ -43,7 +43,7 @@ from . import headers as h
 from . import logging as desk_logging
 from .bus import Bus
 from .catalog import ConsumerSpec
-from .errors import BusinessReject, PermanentError, TransientError, Unavailable
+from .errors import BusinessReject, PermanentError, TransientError, Unavailable, first_error
 from .retry import RetryPolicy
 from .streams import ensure_consumer
 
@@ -119,9 +119,7 @@ class Consumer:
         try:
             return model.model_validate(data)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first.get("loc", ())) or "data"
-            raise PermanentError(f"not a {model.__name__}: {where}: {first['msg']}") from None
+            raise PermanentError(f"not a {model.__name__}: {first_error(exc, 'data')}") from None
 
     def config(self) -> ConsumerConfig:
         filters: dict[str, Any] = (

@@ -38,10 +38,8 @@ from nats.js import JetStreamContext
 from nats.js.api import RawStreamMsg
 from pydantic import BaseModel, ConfigDict
 
-from shared import clock
-
+from . import clock, ids, subjects
 from . import headers as h
-from . import ids, subjects
 from .bus import BrokerCode, Bus
 from .catalog import BY_NAME
 from .errors import TransientError

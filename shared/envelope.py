@@ -15,9 +15,8 @@ from typing import Any
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from shared import clock
-
-from .errors import PermanentError
+from . import clock
+from .errors import PermanentError, first_error
 
 CONTENT_TYPE = "application/cloudevents+json"
 # Deeper JSON is refused where it enters: no webhook needs it, and every envelope that carries
@@ -69,7 +68,7 @@ def decode(data: bytes, headers: Mapping[str, str] | None = None) -> Envelope:
     try:
         return Envelope.model_validate_json(data)
     except ValidationError as exc:
-        raise PermanentError(f"not a CloudEvents envelope: {_first_error(exc)}") from None
+        raise PermanentError(f"not a CloudEvents envelope: {first_error(exc, 'body')}") from None
 
 
 def decode_json(data: bytes, headers: Mapping[str, str] | None = None) -> Any:
@@ -102,15 +101,6 @@ def _too_deep(value: Any) -> bool:
             if isinstance(child, dict | list):
                 stack.append((child, depth + 1))
     return False
-
-
-def _first_error(exc: ValidationError) -> str:
-    errors = exc.errors()
-    if not errors:
-        return "invalid"
-    first = errors[0]
-    where = ".".join(str(p) for p in first.get("loc", ())) or "body"
-    return f"{where}: {first.get('msg', 'invalid')}"
 
 
 def _pos(exc: Exception) -> int:

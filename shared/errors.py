@@ -12,6 +12,11 @@ Foreign errors are mapped to these at the edge; code branches on the class, neve
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class DeskError(Exception):
     """Base class of the three outcome errors."""
@@ -46,3 +51,14 @@ class BusinessReject(DeskError):
     def __init__(self, message: str, *, outcome: str = "rejected") -> None:
         super().__init__(message)
         self.outcome = outcome
+
+
+def first_error(exc: ValidationError, default: str) -> str:
+    """`<where>: <what>` for the first validation error (`default` where it is the whole
+    thing); never the input, which may be a secret."""
+    errors = exc.errors()
+    if not errors:
+        return f"{default}: invalid"
+    first = errors[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or default
+    return f"{where}: {first.get('msg', 'invalid')}"

@@ -18,6 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .errors import first_error
+
 PASS_CATEGORY = 0.9  # cases whose drafted category is the expected one
 PASS_CRITERIA = 0.9  # `must` and `must_not` criteria met
 
@@ -140,11 +142,9 @@ def check(report: Any, category: str) -> dict[str, Any]:
     try:
         found = Report.model_validate(report)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "report"
         raise Unproven(
             f"the eval report is not a `desk eval --json` report with its case results "
-            f"({where}: {first['msg']})"
+            f"({first_error(exc, 'report')})"
         ) from None
     if len({c.id for c in found.cases}) != len(found.cases):
         raise Unproven("the eval report lists a case twice")

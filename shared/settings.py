@@ -45,13 +45,6 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
         raise ConfigError(f"{what} {path}: {exc}") from None
 
 
-def first_error(exc: ValidationError, default: str) -> str:
-    """`<where>: <what>` for the first validation error; never the input (it may be secret)."""
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or default
-    return f"{where}: {first['msg']}"
-
-
 _PARSED_FIELD = re.compile(r'field "([^"]+)"')
 
 

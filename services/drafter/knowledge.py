@@ -51,6 +51,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared import similarity
+from shared.errors import first_error
 from shared.source.base import Article
 
 log = logging.getLogger(__name__)
@@ -223,9 +224,7 @@ def parse(article: str, text: str) -> list[Passage]:
     try:
         meta = ArticleMeta.model_validate(raw)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"]) or "front matter"
-        raise KnowledgeError(f"front matter {field}: {error['msg']}") from None
+        raise KnowledgeError(f"front matter {first_error(exc, 'front matter')}") from None
     return passages_of(article, meta, text[found.end() :])
 
 

@@ -28,7 +28,7 @@ from starlette.routing import Route
 from shared import deadletters, ids, subjects, trace
 from shared.bus import Bus
 from shared.envelope import Envelope
-from shared.errors import PermanentError, TransientError
+from shared.errors import PermanentError, TransientError, first_error
 from shared.inbox import QUEUE_PATTERN, Decision
 from shared.settings import InboxApiSettings
 
@@ -268,10 +268,8 @@ def _parsed(model: type[Parsed], raw: bytes) -> Parsed | Response:
     try:
         return model.model_validate_json(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        status = 400 if first["type"] == "json_invalid" else 422
-        where = ".".join(str(p) for p in first["loc"]) or "body"
-        return error(status, f"{where}: {first['msg']}")
+        status = 400 if exc.errors()[0]["type"] == "json_invalid" else 422
+        return error(status, first_error(exc, "body"))
 
 
 async def post_decision(request: Request) -> Response:

@@ -43,7 +43,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from shared import subjects
-from shared.settings import ConfigError, first_error, read_toml
+from shared.errors import first_error
+from shared.settings import ConfigError, read_toml
 from shared.signatures import standard_key
 
 Scheme = Literal["standard", "stripe", "github", "basic"]

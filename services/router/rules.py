@@ -12,8 +12,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from shared import jsonpath, subjects
+from shared.errors import first_error
 from shared.inbox import QUEUE_PATTERN, Category
-from shared.settings import ConfigError, first_error, read_toml
+from shared.settings import ConfigError, read_toml
 
 DEFAULT_RULES = Path(__file__).with_name("rules.toml")
 

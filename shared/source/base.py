@@ -7,8 +7,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from shared import clock
-
+from .. import clock
 from ..errors import PermanentError
 
 TicketStatus = Literal["open", "pending", "closed"]

@@ -21,9 +21,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from shared import clock
-
-from .. import jsonpath
+from .. import clock, jsonpath
 from .base import Message, Ticket
 
 TICKET_CREATED = "ticket.created"

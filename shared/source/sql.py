@@ -30,8 +30,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
-from shared import clock
-
+from .. import clock
 from ..db import private_sqlite_file
 from ..errors import PermanentError, TransientError
 from . import demo

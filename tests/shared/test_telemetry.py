@@ -10,7 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from shared import telemetry, trace
-from shared.settings import RouterSettings, first_error
+from shared.errors import first_error
+from shared.settings import RouterSettings
 from shared.trace import Trace
 from standins.collector import Collector
 
