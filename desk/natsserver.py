@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import json
 import os
 import re
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sysconfig
 import time
@@ -192,11 +194,38 @@ class NatsServer:
             )
         try:
             with urllib.request.urlopen(f"{self.monitor_url}{probe}", timeout=1) as answer:
-                return bool(answer.status == 200)
-        except (urllib.error.URLError, OSError, http.client.HTTPException):
+                if answer.status != 200:
+                    return False
+            with urllib.request.urlopen(f"{self.monitor_url}/varz", timeout=1) as answer:
+                server_id = json.load(answer)["server_id"]
+        except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError, KeyError):
             # not answering yet, or another program has the port (answering it in its own
             # protocol: another nats-server's client port says INFO): this one will fail to
             # bind it and exit, which the next probe reports
+            return False
+        # Healthy is not yet ready for clients: the server starts monitoring (and JetStream)
+        # before it listens on its client port. Ready once that port answers, and answers as
+        # this server: a program that took the port first would leave this one to exit.
+        return self._client_port_is(server_id)
+
+    def _client_port_is(self, server_id: str) -> bool:
+        try:
+            with socket.create_connection((self.host, self.port), timeout=1) as conn:
+                conn.settimeout(1)
+                greeting = b""
+                while b"\n" not in greeting and len(greeting) < 65536:
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        return False
+                    greeting += chunk
+        except OSError:
+            return False
+        line = greeting.split(b"\n", 1)[0]
+        if not line.startswith(b"INFO "):
+            return False
+        try:
+            return bool(json.loads(line[5:])["server_id"] == server_id)
+        except (ValueError, KeyError):
             return False
 
     def _port_taken(self) -> bool:

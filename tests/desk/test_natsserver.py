@@ -3,8 +3,13 @@ the node leading them dies, and the node catches up when it comes back."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import socket
 import subprocess
 import sys
+import threading
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,38 +107,14 @@ def test_a_monitor_port_another_nats_server_took_is_chosen_again(tmp_path: Path)
     protocol (another nats-server's client port answers `INFO {...}` to anything): the
     readiness probe reads that as not ready, and the start picks other ports, as for any
     taken port; no error escapes it and no node is left running."""
-    import socket
-    import threading
-
     server = NatsServer(tmp_path / "one", sync_always=False)
-    squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    squatter.bind(("127.0.0.1", server.monitor_port))
-    squatter.listen()
-    stop = threading.Event()
-
-    def answer_like_nats() -> None:
-        squatter.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                client, _ = squatter.accept()
-            except TimeoutError:
-                continue
-            with client:
-                client.sendall(b'INFO {"server_id":"other","version":"2.15.1"}\r\n')
-
-    talker = threading.Thread(target=answer_like_nats, daemon=True)
-    talker.start()
     taken = server.monitor_port
-    try:
+    with answering_like_nats(taken):
         server.start()
         try:
             assert server.monitor_port != taken and server.running
         finally:
             server.kill()
-    finally:
-        stop.set()
-        talker.join(5)
-        squatter.close()
 
 
 def test_a_port_taken_between_choosing_and_binding_is_chosen_again(tmp_path: Path) -> None:
@@ -165,3 +146,52 @@ def test_a_port_taken_between_choosing_and_binding_is_chosen_again(tmp_path: Pat
             assert all(node.running for node in cluster.nodes)
         finally:
             cluster.stop()
+
+
+def test_started_means_the_client_port_answers_as_this_server(tmp_path: Path) -> None:
+    """nats-server answers its health probe before it listens for clients (monitoring and
+    JetStream start first): a test connecting at once after `start()` was refused now and then
+    under load. Started now means the client port answers, as this server: not a program that
+    took the port first (which leaves this server to exit a moment later)."""
+    server = NatsServer(tmp_path / "one", sync_always=False)
+    taken = server.port
+    with answering_like_nats(taken):
+        server.start()
+        try:
+            assert server.port != taken and server.running
+            with urllib.request.urlopen(f"{server.monitor_url}/varz", timeout=5) as answer:
+                own = json.load(answer)["server_id"]
+            with socket.create_connection(("127.0.0.1", server.port), timeout=5) as conn:
+                greeting = conn.recv(4096).split(b"\r\n", 1)[0]
+            assert json.loads(greeting.removeprefix(b"INFO "))["server_id"] == own
+        finally:
+            server.kill()
+
+
+@contextlib.contextmanager
+def answering_like_nats(port: int) -> Iterator[None]:
+    """Another program on `port` speaking NATS's protocol: it greets every connection with
+    `INFO {...}`, as another nats-server's client port does, under a server id of its own."""
+    squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    squatter.bind(("127.0.0.1", port))
+    squatter.listen()
+    stop = threading.Event()
+
+    def answer_like_nats() -> None:
+        squatter.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                client, _ = squatter.accept()
+            except TimeoutError:
+                continue
+            with client:
+                client.sendall(b'INFO {"server_id":"other","version":"2.9.0"}\r\n')
+
+    talker = threading.Thread(target=answer_like_nats, daemon=True)
+    talker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        talker.join(5)
+        squatter.close()
