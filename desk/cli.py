@@ -133,6 +133,8 @@ def _run_service(name: str, part: str | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    from shared.service import Stopped
+
     module = importlib.import_module(
         "services.ingress.imap" if part == "imap" else f"services.{name}.main"
     )
@@ -142,6 +144,8 @@ def _run_service(name: str, part: str | None = None) -> int:
     except ConfigError as exc:
         print(f"desk {name}: {exc}", file=sys.stderr)
         return 2
+    except Stopped:  # asked to stop before NATS ever answered: nothing was started
+        pass
     return 0
 
 

@@ -194,11 +194,20 @@ def render(traces: list[str], hops: list[Hop], consumed: dict[str, Any], attempt
             (hop for hop in hops if hop.trace_id == trace_id),
             key=lambda hop: (hop.msg.time.timestamp() if hop.msg.time else 0, hop.msg.seq or 0),
         )
-        lines.append(f"trace {trace_id}: {len(mine)} messages")
+        # the event the trace's messages descend from: one, unless something broke the chain
+        correlations = list(dict.fromkeys(hop.headers.get(h.CORRELATION_ID, "-") for hop in mine))
+        said = (
+            f"correlation id {correlations[0]}"
+            if len(correlations) == 1
+            else f"{len(correlations)} correlation ids"
+        )
+        lines.append(f"trace {trace_id}: {len(mine)} messages, {said}")
         for hop in mine:
             hdrs = hop.headers
             when = hop.msg.time.strftime("%H:%M:%S.%f")[:-3] if hop.msg.time else "?"
             head = f"  {when}  {hop.stream:<7} {hop.msg.subject}  {hdrs.get(h.MSG_ID, '')}"
+            if len(correlations) > 1:
+                head += f"  (correlation {hdrs.get(h.CORRELATION_ID, '-')})"
             if hop.stream == subjects.DLQ:
                 lines.append(
                     f"{head}\n      dead letter #{hop.msg.seq}: {hdrs.get(h.DLQ_REASON)} after "

@@ -15,9 +15,13 @@ which may read the events and nothing else).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from pydantic import BaseModel
+
 from . import subjects
+from .inbox import Audited, Decision, InboxItem, Notice, Overdue, Withdrawal
 from .results import (
     ITEM_IGNORED,
     ITEM_WITHDRAWN,
@@ -57,6 +61,9 @@ class ConsumerSpec:
     durable: str
     stream: str
     subjects: tuple[str, ...]
+    # what its envelopes' data must be: one model, or one per subject; None: the handler reads
+    # the envelope itself
+    payload: type[BaseModel] | Mapping[str, type[BaseModel]] | None = None
 
     def covers(self, subject: str) -> bool:
         return any(matches(f, subject) for f in self.subjects)
@@ -141,10 +148,10 @@ DRAFTER = ServiceSpec(
     settings=DrafterSettings,
     consumers=(
         ConsumerSpec("drafter", subjects.WORK, (subjects.work_for("drafter"),)),
-        ConsumerSpec("drafter-decisions", subjects.INBOX, (subjects.INBOX_DECISION,)),
+        ConsumerSpec("drafter-decisions", subjects.INBOX, (subjects.INBOX_DECISION,), Decision),
         ConsumerSpec("drafter-results", subjects.RESULTS, _results(REPLY_WITHDRAWN, REPLY_SENT)),
         # a person's audit of an auto-sent reply: a fine one becomes an example
-        ConsumerSpec("drafter-audits", subjects.INBOX, (subjects.INBOX_AUDITED,)),
+        ConsumerSpec("drafter-audits", subjects.INBOX, (subjects.INBOX_AUDITED,), Audited),
     ),
     publishes=DRAFTER_PUBLISHES,
     kv_writes=(LEDGER, MODEL),  # MODEL: whether the model answers (the inbox's banner)
@@ -163,7 +170,16 @@ INBOX_API = ServiceSpec(
     name="inbox_api",
     settings=InboxApiSettings,
     consumers=(
-        ConsumerSpec("inbox_api", subjects.INBOX, DRAFTER_PUBLISHES),
+        ConsumerSpec(
+            "inbox_api",
+            subjects.INBOX,
+            DRAFTER_PUBLISHES,
+            {
+                subjects.INBOX_ITEM: InboxItem,
+                subjects.INBOX_WITHDRAWN: Withdrawal,
+                subjects.INBOX_OVERDUE: Overdue,
+            },
+        ),
         ConsumerSpec("inbox_api-results", subjects.RESULTS, SENDER_RESULTS),
     ),
     # Decisions, notices for the notifier, audits for the drafter; and a replayed dead letter
@@ -194,12 +210,15 @@ SENDER = ServiceSpec(
     settings=SenderSettings,
     consumers=(
         ConsumerSpec(
-            "sender-items", subjects.INBOX, (subjects.INBOX_ITEM, subjects.INBOX_WITHDRAWN)
+            "sender-items",
+            subjects.INBOX,
+            (subjects.INBOX_ITEM, subjects.INBOX_WITHDRAWN),
+            {subjects.INBOX_ITEM: InboxItem, subjects.INBOX_WITHDRAWN: Withdrawal},
         ),
-        ConsumerSpec("sender", subjects.INBOX, (subjects.INBOX_DECISION,)),
+        ConsumerSpec("sender", subjects.INBOX, (subjects.INBOX_DECISION,), Decision),
         ConsumerSpec("sender-notify", subjects.WORK, (subjects.work_for("notify"),)),
         # the inbox's escalations and digests, posted like supervisor notifications
-        ConsumerSpec("sender-notices", subjects.INBOX, (subjects.INBOX_NOTICE,)),
+        ConsumerSpec("sender-notices", subjects.INBOX, (subjects.INBOX_NOTICE,), Notice),
     ),
     publishes=SENDER_RESULTS,
     kv_writes=(LEDGER,),

@@ -94,6 +94,7 @@ class Consumer:
     @classmethod
     def of(cls, declared: ConsumerSpec, handler: Handler, **options: Any) -> Consumer:
         """The consumer a service declares in `shared.catalog`, handled by `handler`."""
+        options.setdefault("payload", declared.payload)
         return cls(
             name=declared.durable,
             stream=declared.stream,

@@ -11,9 +11,12 @@ directory itself is made 0700 by `private_dir`.
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
 import logging
 import os
 import stat
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -282,6 +285,18 @@ def delete_before(
         deleted += n
         if n < batch:
             return deleted
+
+
+def archiving(
+    archive: Callable[[Engine, dt.datetime], Any], engine: Engine, days: float
+) -> Callable[[], Awaitable[None]]:
+    """A periodic pass: `archive` deletes what finished more than `days` ago."""
+
+    async def archive_pass() -> None:
+        before = dt.datetime.now(dt.UTC) - dt.timedelta(days=days)
+        await asyncio.to_thread(archive, engine, before)
+
+    return archive_pass
 
 
 def log_deleted(log: logging.Logger, before: Any, counts: dict[str, int]) -> None:

@@ -1,18 +1,27 @@
 """The one shape every service has.
 
 async def run(settings):
-    async with Service(settings) as svc:     # logs, signals, HTTP, NATS, provisioning
-        await svc.consume("drafter-decisions", drafter.on_decision, payload=Decision)
+    svc = Service(settings)
+    engine = await svc.database("sender", store.create_tables)  # + /readyz check, disposal
+    channel = make_channel(settings)
+    svc.on_close(channel.close)              # closed when the service stops
+    async with svc:                          # logs, signals, HTTP, NATS, provisioning
+        sender = Sender(engine, svc.bus, svc.ledger, channel)  # connected, opened once
+        await svc.consume("sender", sender.on_decision)
         svc.every(5.0, relay.publish_pending, name="result relay", final=True)
         await svc.until_stopped()            # SIGTERM / SIGINT
     # leaving the block drains in uvicorn's order: not ready → consumers and periodic work
     # finish what they are doing (up to DESK_DRAIN_TIMEOUT) → final passes → HTTP stops
-    # accepting and finishes requests (the same timeout) → NATS drains and closes. A second
-    # signal exits at once.
+    # accepting and finishes requests (the same timeout) → NATS drains and closes → what the
+    # service entered or asked to close, in reverse order. A second signal exits at once.
 
-A consumer is named as the service declares it in `shared.catalog` (its stream, subjects and
-durable come from there, its retry and delivery options from the settings); `payload` is the
-model its envelopes' data must be (one, or one per subject), checked once by the runtime.
+Inside the block `svc.bus` is connected: entering waits for NATS (retrying), and a stop that
+comes before NATS ever answers ends the start with `Stopped` (the CLI exits 0). `svc.ledger` is
+the service's own processed-ledger, opened once, for a service the catalog grants one.
+
+A consumer is named as the service declares it in `shared.catalog`: its stream, subjects,
+durable and payload model (the one its envelopes' data must be, checked once by the runtime)
+come from there, its retry and delivery options from the settings.
 
 Every service serves `/healthz`, `/readyz` and `/metrics` on its ops server (`svc.ops`,
 DESK_OPS_PORT). A service given routes also runs the public server (`svc.http`,
@@ -22,28 +31,40 @@ DESK_HTTP_PORT) with those routes only; without routes there is none (`svc.http`
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
+import inspect
 import logging
 import os
 import signal
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
+from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
-from . import catalog, heap, telemetry
+from . import catalog, db, heap, telemetry
 from . import logging as desk_logging
 from .bus import Bus
 from .consumer import Consumer, ConsumerRuntime, Decoder, Delivery, Handler
 from .errors import PermanentError, TransientError
 from .http import ExceptionHandler, HttpServer, make_app, make_ops_app
+from .ledger import Ledger
 from .periodic import Periodic, Work
 from .settings import DeskSettings
 from .streams import Topology, missing_streams, provision
 
 log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+
+
+class Stopped(Exception):
+    """A stop came before NATS ever answered: the service ends without having started."""
 
 
 class Service:
@@ -54,13 +75,16 @@ class Service:
         routes: Sequence[BaseRoute] = (),
         exception_handlers: Mapping[Any, ExceptionHandler] | None = None,
         state: Mapping[str, Any] | None = None,
+        middleware: Sequence[Middleware] = (),
         checks: Mapping[str, Callable[[], Awaitable[bool]]] | None = None,
         degraded: Callable[[], Mapping[str, str]] | None = None,
     ) -> None:
         self.settings = settings
         self.checks = dict(checks or {})  # more of /readyz: what else the service depends on
         self.name = settings.service
-        self.bus: Bus | None = None
+        self.connection: Bus | None = None  # None until NATS first answers (routes may ask)
+        self._ledger: Ledger | None = None
+        self._resources = contextlib.AsyncExitStack()  # what `enter` and `on_close` hold
         self.runtimes: list[ConsumerRuntime] = []
         # health and metrics: probes and Prometheus only, never behind the public port
         self.ops = HttpServer(
@@ -75,24 +99,88 @@ class Service:
         # the service's own routes, if it has any: nothing else is on this port
         self.app: Starlette | None = None
         self.http: HttpServer | None = None
+        if not routes and (state or middleware or exception_handlers):
+            raise TypeError("state, middleware and exception handlers are for routes (serve)")
         if routes:
-            self.app = make_app(routes, exception_handlers)
-            self.app.state.service = self  # routes reach the bus as request.app.state.service.bus
-            for key, value in (state or {}).items():
-                setattr(self.app.state, key, value)
-            self.http = HttpServer(
-                self.app,
-                settings.http_host,
-                settings.http_port,
-                forwarded_allow_ips=settings.forwarded_allow_ips,
-                grace=settings.drain_timeout,
-                header_timeout=settings.http_header_timeout,
-                idle_timeout=settings.http_idle_timeout,
+            self.serve(
+                routes, state=state, middleware=middleware, exception_handlers=exception_handlers
             )
         self._stop = asyncio.Event()
         self._draining = False
         self._signals = 0
         self._streams_ok_until = 0.0
+
+    def serve(
+        self,
+        routes: Sequence[BaseRoute],
+        *,
+        state: Mapping[str, Any] | None = None,
+        middleware: Sequence[Middleware] = (),
+        exception_handlers: Mapping[Any, ExceptionHandler] | None = None,
+    ) -> Starlette:
+        """Serve `routes` (and nothing else) on the public port, from entering the block on;
+        `state` is what they find in `request.app.state`."""
+        if self.http is not None:
+            raise RuntimeError(f"{self.name}: the public routes are given once")
+        s = self.settings
+        self.app = make_app(routes, exception_handlers)
+        for layer in middleware:  # before the server starts
+            self.app.add_middleware(layer.cls, *layer.args, **layer.kwargs)
+        # routes reach the bus as request.app.state.service.connection (None until NATS answers)
+        self.app.state.service = self
+        for key, value in (state or {}).items():
+            setattr(self.app.state, key, value)
+        self.http = HttpServer(
+            self.app,
+            s.http_host,
+            s.http_port,
+            forwarded_allow_ips=s.forwarded_allow_ips,
+            grace=s.drain_timeout,
+            header_timeout=s.http_header_timeout,
+            idle_timeout=s.http_idle_timeout,
+        )
+        return self.app
+
+    @property
+    def bus(self) -> Bus:
+        """The connected bus: always there inside the block."""
+        if self.connection is None:
+            raise RuntimeError(f"{self.name}: the bus is used before the service started")
+        return self.connection
+
+    @property
+    def ledger(self) -> Ledger:
+        """The service's own processed-ledger, opened once on entering."""
+        if self._ledger is None:
+            raise RuntimeError(f"{self.name}: the catalog grants no ledger, or not started")
+        return self._ledger
+
+    async def enter(self, context: contextlib.AbstractAsyncContextManager[R]) -> R:
+        """Enter an async context for the service's lifetime; it exits when the service stops
+        (after NATS closes, in reverse order of entering)."""
+        return await self._resources.enter_async_context(context)
+
+    def on_close(self, close: Callable[[], Any]) -> None:
+        """Call `close` (a function or a coroutine function) when the service stops."""
+        if inspect.iscoroutinefunction(close):
+            self._resources.push_async_callback(close)
+        else:
+            self._resources.callback(close)
+
+    def check(self, name: str, ready: Callable[[], Awaitable[bool]]) -> None:
+        """One more condition of /readyz: a store or endpoint the service depends on."""
+        self.checks[name] = ready
+
+    async def database(self, name: str, *setup: Callable[[Engine], None]) -> Engine:
+        """The service's database (DESK_DATABASE_URL, or `var/<name>.sqlite`): `setup` run on
+        it (its tables), reachable for /readyz, disposed of when the service stops."""
+        s = self.settings
+        engine = db.make_engine(db.database_url(s.database_url, s.var_dir, name))
+        self.on_close(engine.dispose)
+        for step in setup:
+            await asyncio.to_thread(step, engine)
+        self.check("database", functools.partial(db.reachable, engine))
+        return engine
 
     async def __aenter__(self) -> Service:
         s = self.settings
@@ -101,12 +189,22 @@ class Service:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._on_signal, sig)
-        await self.ops.start()
-        log.info("health and metrics on %s", self.ops.url, extra={"ops_url": self.ops.url})
-        if self.http is not None:
-            await self.http.start()
-            log.info("listening on %s", self.http.url, extra={"url": self.http.url})
-        await self._connect()
+        try:
+            await self.ops.start()
+            log.info("health and metrics on %s", self.ops.url, extra={"ops_url": self.ops.url})
+            if self.http is not None:
+                await self.http.start()
+                log.info("listening on %s", self.http.url, extra={"url": self.http.url})
+            await self._connect()
+            if self.connection is None:
+                raise Stopped(f"{self.name}: stopped before NATS answered")
+            if catalog.LEDGER in self._spec().kv_writes:
+                self._ledger = await Ledger.open(
+                    self.connection.js, self.name, keep=s.archive_seconds
+                )
+        except BaseException:
+            await self._close()
+            raise
         if s.heap_trim_interval > 0 and heap.available():
             self.every(s.heap_trim_interval, heap.trim_pass, name="heap trim")
         return self
@@ -127,13 +225,17 @@ class Service:
         )
         left = max(1.0, timeout - (time.monotonic() - started))
         await asyncio.gather(*(work.finish(left) for work in self.periodic))
+        await self._close()
+        log.info("stopped")
+
+    async def _close(self) -> None:
         if self.http is not None:
             await self.http.stop()
         await self.ops.stop()  # /readyz answered 503 throughout the drain
-        if self.bus is not None:
-            await self.bus.close()
+        if self.connection is not None:
+            await self.connection.close()
+        await self._resources.aclose()
         await asyncio.to_thread(telemetry.shutdown)  # the spans still queued go out
-        log.info("stopped")
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -146,12 +248,11 @@ class Service:
         consumer: Consumer | str,
         handler: Handler | Mapping[str, Handler] | None = None,
         *,
-        payload: Any = None,
         decode: Decoder | None = None,
-    ) -> ConsumerRuntime | None:
+    ) -> ConsumerRuntime:
         """Start a consumer: one this service declares in `shared.catalog`, by durable name,
         handled by `handler` (one per subject for a consumer of several kinds), or a
-        `Consumer` built by hand. None when a stop came before NATS ever answered."""
+        `Consumer` built by hand."""
         if isinstance(consumer, str):
             if handler is None:
                 raise TypeError(f"consumer {consumer!r} needs a handler")
@@ -160,10 +261,7 @@ class Service:
             options = self.settings.consumer_options()
             if decode is not None:
                 options["decode"] = decode
-            declared = catalog.spec(self.name).consumer(consumer)
-            consumer = Consumer.of(declared, handler, payload=payload, **options)
-        if self.bus is None:
-            return None
+            consumer = Consumer.of(self._spec().consumer(consumer), handler, **options)
         # A service with a NATS identity of its own may not create consumers (the admin's
         # `desk provision` does): it binds to the one provisioned. Anonymous development
         # brokers and self-provisioning services create their own.
@@ -182,7 +280,7 @@ class Service:
         return periodic
 
     async def ready_checks(self) -> dict[str, bool]:
-        bus = self.bus
+        bus = self.connection
         connected = bus is not None and bus.connected
         found = {
             "nats": connected,
@@ -199,14 +297,16 @@ class Service:
                 found[name] = False
         return found
 
-    def _declared_durables(self) -> set[str]:
+    def _spec(self) -> catalog.ServiceSpec:
         try:
-            return {c.durable for c in catalog.spec(self.name).consumers}
-        except KeyError:  # a service the catalog does not know declares no consumers
-            return set()
+            return catalog.spec(self.name)
+        except KeyError:  # a service the catalog does not know: no consumers, no ledger
+            return catalog.ServiceSpec(self.name, None)
+
+    def _declared_durables(self) -> set[str]:
+        return {c.durable for c in self._spec().consumers}
 
     async def _streams_present(self) -> bool:
-        assert self.bus is not None
         if time.monotonic() < self._streams_ok_until:
             return True
         try:
@@ -232,7 +332,7 @@ class Service:
         delay = 0.5
         while not self._stop.is_set():
             try:
-                self.bus = await Bus.connect(
+                self.connection = await Bus.connect(
                     s.nats_url,
                     service=self.name,
                     auth=s.nats_auth(),
@@ -247,8 +347,8 @@ class Service:
                 except TimeoutError:
                     pass
                 delay = min(delay * 2, 5.0)
-        if self.bus is not None and s.provision:
-            await provision(self.bus.js, Topology(s.stream_replicas, s.duplicate_window))
+        if self.connection is not None and s.provision:
+            await provision(self.connection.js, Topology(s.stream_replicas, s.duplicate_window))
 
 
 def _by_subject(handlers: dict[str, Handler]) -> Handler:

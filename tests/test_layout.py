@@ -36,6 +36,25 @@ def test_the_six_services_exist_with_the_same_shape() -> None:
         assert runs, f"services/{name}/main.py has no `async def run(settings)`"
 
 
+def test_every_main_only_declares_the_service() -> None:
+    """`main.py` declares what the service runs, in one shape: `run(settings)` and nothing
+    else, a `Service` entered once (no `try`: the service owns lifetimes), the bus and the
+    ledger taken from it (never opened here, never checked for None), at most 60 lines."""
+    for path in sorted((ROOT / "services").glob("*/main.py")):
+        where = f"services/{path.parent.name}/main.py"
+        text = path.read_text()
+        assert len(text.splitlines()) <= 60, f"{where}: {len(text.splitlines())} lines"
+        tree = ast.parse(text)
+        defs = [n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+        assert defs == ["run"], f"{where} defines {defs}: move them beside what they build"
+        nodes = list(ast.walk(tree))
+        entered = [n for n in nodes if isinstance(n, ast.AsyncWith)]
+        assert len(entered) == 1, f"{where}: the service is entered once ({len(entered)})"
+        assert not [n for n in nodes if isinstance(n, ast.Try)], f"{where}: a try block"
+        for forbidden in ("bus is None", "bus is not None", "Ledger.open", "AsyncExitStack"):
+            assert forbidden not in text, f"{where}: {forbidden!r} (the service owns it)"
+
+
 def test_services_never_import_each_other() -> None:
     for path in (ROOT / "services").rglob("*.py"):
         own = path.relative_to(ROOT / "services").parts[0]

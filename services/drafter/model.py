@@ -92,6 +92,19 @@ def make_model(settings: DrafterSettings) -> BaseChatModel:
     )
 
 
+def announce(model: BaseChatModel, settings: DrafterSettings) -> None:
+    """Say at start what drafts are written with."""
+    if isinstance(model, OfflineDraftModel):
+        log.info("no LLM endpoint configured: drafting with the built-in offline model")
+    else:
+        log.info(
+            "drafting with %s at %s (DESK_LLM_OUTPUT=%s)",
+            settings.llm_model,
+            settings.llm_base_url,
+            settings.llm_output,
+        )
+
+
 async def close_model(model: BaseChatModel) -> None:
     """Close the model's connections (the aiohttp session is the running loop's)."""
     client = getattr(model, "root_async_client", None)

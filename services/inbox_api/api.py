@@ -25,26 +25,23 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from shared import deadletters, ids, subjects, trace
+from shared import deadletters
 from shared.bus import Bus
-from shared.envelope import Envelope
-from shared.errors import PermanentError, TransientError, first_error
-from shared.inbox import QUEUE_PATTERN, Decision
+from shared.errors import first_error
+from shared.inbox import QUEUE_PATTERN
 from shared.settings import InboxApiSettings
 
 from . import store
-from .audited import publish_audits
 from .auth import Reviewers, bearer
 from .guidance import publish_guidance
 from .openapi import document
+from .outboxes import publish_audits, publish_decision
 from .schemas import ClaimRequest, DecisionRequest
 from .sessions import Sessions
 from .throttle import Throttle
 from .watch import Watch
 
 log = logging.getLogger(__name__)
-
-SOURCE = "/desk/inbox_api"
 
 
 @dataclass(frozen=True)
@@ -55,6 +52,18 @@ class Inbox:
     policy: store.autosend.Policy = field(default_factory=store.autosend.Policy)
     admins: frozenset[str] = frozenset()  # DESK_ADMINS: who may turn auto-send on or off
     claim_seconds: float = 300.0  # DESK_CLAIM_SECONDS: how long opening an item claims it
+
+    @classmethod
+    def configured(
+        cls,
+        settings: InboxApiSettings,
+        engine: Engine,
+        reviewers: Reviewers,
+        policy: store.autosend.Policy,
+    ) -> Inbox:
+        admins = frozenset(settings.admins)
+        ticket_url, claim_seconds = settings.helpdesk_ticket_url, settings.claim_seconds
+        return cls(engine, reviewers, ticket_url, policy, admins, claim_seconds)
 
     def link(self, ticket_id: str | None) -> str | None:
         """The ticket in the helpdesk, when a link template is configured."""
@@ -86,13 +95,8 @@ class Perimeter:
 
 
 def perimeter(app: Starlette) -> Perimeter:
-    """The app's Perimeter: `app.state.perimeter` when the service put one there, otherwise
-    built once, on first use, from the settings the service runs with."""
-    found: Perimeter | None = getattr(app.state, "perimeter", None)
-    if found is None:
-        settings: InboxApiSettings = app.state.service.settings
-        found = Perimeter.build(app.state.inbox, settings)
-        app.state.perimeter = found
+    """The app's Perimeter, built when the service started (`main.run`)."""
+    found: Perimeter = app.state.perimeter
     return found
 
 
@@ -119,7 +123,7 @@ def _inbox(request: Request) -> Inbox:
 
 
 def _bus(request: Request) -> Bus | None:
-    bus: Bus | None = request.app.state.service.bus
+    bus: Bus | None = request.app.state.service.connection
     return bus
 
 
@@ -153,33 +157,6 @@ def authorize(
     if role == "reviewer" and reviewer.role != "reviewer":
         return error(403, "this token may read the inbox but not decide")
     return reviewer
-
-
-async def publish_decision(bus: Bus | None, engine: Engine, decision: Decision) -> bool:
-    """Publish a recorded decision; False leaves it for the relay to publish later."""
-    if bus is None or not bus.connected:
-        return False
-    msg_id = ids.decision(decision.thread, decision.round, decision.version)
-    envelope = Envelope(
-        id=msg_id,
-        source=SOURCE,
-        type=subjects.INBOX_DECISION,
-        subject=decision.thread,
-        time=decision.decided_at,
-        data=decision.model_dump(mode="json"),
-    )
-    # the decision continues the item's trace (the reviewer's request is not part of it)
-    stored = await asyncio.to_thread(store.traceparent_of, engine, decision.item_id)
-    try:
-        with trace.continued(trace.Trace.parse(stored)):
-            await bus.publish_envelope(subjects.INBOX_DECISION, envelope)
-    except (TransientError, PermanentError) as exc:
-        log.warning("decision recorded, publish deferred: %s", exc)
-        return False
-    await asyncio.to_thread(store.mark_published, engine, decision.thread, decision.version)
-    if decision.type == "response":  # it may have made a standing instruction
-        await publish_guidance(bus, engine)
-    return True
 
 
 async def list_items(request: Request) -> Response:

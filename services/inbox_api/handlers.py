@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 
 from shared import screening, subjects, trace
 from shared.bus import Bus
-from shared.consumer import Delivery
+from shared.consumer import Delivery, Handler
 from shared.envelope import Envelope
 from shared.errors import PermanentError, TransientError
 from shared.inbox import AUTO_SEND, InboxItem, Overdue, Withdrawal
@@ -27,9 +27,7 @@ from shared.results import (
 )
 
 from . import provenance, store
-from .api import publish_decision
-from .audited import publish_audits
-from .guidance import publish_guidance
+from .outboxes import publish_decision
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +46,14 @@ class ItemProjection:
         self.bus = bus
         self.policy = policy or store.autosend.Policy()
         self.targets = targets or store.targets.Targets()
+
+    def handlers(self) -> dict[str, Handler]:
+        """One handler per subject of the inbox's consumer."""
+        return {
+            subjects.INBOX_ITEM: self.on_item,
+            subjects.INBOX_WITHDRAWN: self.on_withdrawn,
+            subjects.INBOX_OVERDUE: self.on_overdue,
+        }
 
     async def on_item(self, delivery: Delivery[Envelope]) -> None:
         item: InboxItem = delivery.payload  # checked by the runtime (Consumer.payload)
@@ -164,13 +170,3 @@ class ResultProjection:
             store.set_result, self.engine, data["item_id"], status, result
         ):
             raise TransientError(f"item {data['item_id']} not projected yet")
-
-
-async def relay(bus: Bus, engine: Engine) -> None:
-    """Publish decisions recorded while the broker was away (or before a crash), the
-    standing instructions if the drafter's copy is behind, and the audits of replies sent
-    since (or told while the broker was away): the inbox's periodic work."""
-    for decision in await asyncio.to_thread(store.unpublished, engine, 0):
-        await publish_decision(bus, engine, decision)
-    await publish_guidance(bus, engine)
-    await publish_audits(bus, engine)

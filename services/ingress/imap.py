@@ -309,28 +309,27 @@ async def _publish(bus: Bus, source: str, body: bytes) -> None:
 async def run(settings: ImapSettings) -> None:
     mailbox = Mailbox(settings)
     async with Service(settings) as svc:
-        if svc.bus is not None:
-            bus = svc.bus
+        bus = svc.bus
 
-            async def poll() -> None:
-                try:
-                    done = await poll_once(
-                        mailbox,
-                        bus,
-                        settings.imap_source,
-                        settings.imap_max_bytes,
-                        settings.imap_quarantine,
-                    )
-                except (imaplib.IMAP4.error, OSError) as exc:
-                    metrics.POLLS.labels("failed").inc()
-                    log.warning("mailbox poll failed: %s", exc.__class__.__name__)
-                    return
-                except Exception:
-                    metrics.POLLS.labels("failed").inc()
-                    raise  # logged by the periodic runner; the next poll tries again
-                metrics.POLLS.labels("failed" if done.failed else "ok").inc()
-                if done.stored:
-                    log.info("stored %d mails (%d as stand-ins)", done.stored, done.quarantined)
+        async def poll() -> None:
+            try:
+                done = await poll_once(
+                    mailbox,
+                    bus,
+                    settings.imap_source,
+                    settings.imap_max_bytes,
+                    settings.imap_quarantine,
+                )
+            except (imaplib.IMAP4.error, OSError) as exc:
+                metrics.POLLS.labels("failed").inc()
+                log.warning("mailbox poll failed: %s", exc.__class__.__name__)
+                return
+            except Exception:
+                metrics.POLLS.labels("failed").inc()
+                raise  # logged by the periodic runner; the next poll tries again
+            metrics.POLLS.labels("failed" if done.failed else "ok").inc()
+            if done.stored:
+                log.info("stored %d mails (%d as stand-ins)", done.stored, done.quarantined)
 
-            svc.every(settings.imap_interval, poll, name="mailbox poll")
+        svc.every(settings.imap_interval, poll, name="mailbox poll")
         await svc.until_stopped()

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -46,6 +47,8 @@ from shared import subjects
 from shared.errors import first_error
 from shared.settings import ConfigError, read_toml
 from shared.signatures import standard_key
+
+log = logging.getLogger(__name__)
 
 Scheme = Literal["standard", "stripe", "github", "basic"]
 
@@ -303,3 +306,16 @@ def load(
     if inline:
         return build(inline)
     return from_dev_credentials(var_dir)
+
+
+def announce(configured: Mapping[str, Source]) -> None:
+    """Say at start which sources are accepted, and which refuse replays by body hash only."""
+    if configured:
+        log.info("accepting webhooks for %s", ", ".join(sorted(configured)))
+    else:
+        log.warning("no webhook sources configured: every request will get 404")
+    for name in sorted(n for n, source in configured.items() if not source.timestamped):
+        log.warning(
+            "source %s: signature scheme has no timestamp; replays are refused by body hash only",
+            name,
+        )

@@ -39,14 +39,16 @@ class Jobs:
         started_at: dt.datetime,
         *,
         name: str = "reconciler",
+        ledger: Ledger | None = None,
     ) -> Jobs:
-        """The jobs on `bus`, with the reconciler's own ledger (`name`'s), the router's ledger
-        read only, and the reconciler's cursors and last-run times."""
+        """The jobs on `bus`, with the reconciler's own ledger (`name`'s, opened here unless
+        given), the router's ledger read only, and the reconciler's cursors and last-run
+        times."""
         return cls(
             settings,
             source,
             bus,
-            await Ledger.open(bus.js, name, keep=settings.archive_seconds),
+            ledger or await Ledger.open(bus.js, name, keep=settings.archive_seconds),
             await Ledger.reader(bus.js, name, "router"),
             await Bookmarks.open(bus.js),
             started_at,

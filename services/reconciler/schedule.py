@@ -8,6 +8,8 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
+from shared.settings import ConfigError, ReconcilerSettings
+
 
 def latest(cron: str, tz: str, now: dt.datetime) -> dt.datetime:
     """The most recent scheduled time at or before `now`, in the schedule's time zone."""
@@ -32,3 +34,13 @@ def valid(cron: str, tz: str) -> None:
     if not croniter.is_valid(cron):
         raise ValueError(f"not a cron expression: {cron!r}")
     ZoneInfo(tz)
+
+
+def check(settings: ReconcilerSettings) -> None:
+    """The stale-ticket and report schedules can run: `ConfigError` naming the one that
+    cannot."""
+    for cron in (settings.stale_cron, settings.report_cron):
+        try:
+            valid(cron, settings.timezone)
+        except (ValueError, KeyError) as exc:
+            raise ConfigError(f"schedule {cron!r} in {settings.timezone}: {exc}") from None

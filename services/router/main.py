@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from shared.envelope import decode_json
-from shared.ledger import Ledger
 from shared.service import Service
 from shared.settings import RouterSettings
 
@@ -14,11 +13,6 @@ from .rules import Rules
 async def run(settings: RouterSettings) -> None:
     rules = Rules.load(settings.rules_file)  # a bad rule stops the start, naming the rule
     async with Service(settings) as svc:
-        if svc.bus is not None:
-            router = Router(
-                svc.bus,
-                rules,
-                await Ledger.open(svc.bus.js, svc.name, keep=settings.archive_seconds),
-            )
-            await svc.consume("router", router.handle, decode=decode_json)
+        router = Router(svc.bus, rules, svc.ledger)
+        await svc.consume("router", router.handle, decode=decode_json)
         await svc.until_stopped()

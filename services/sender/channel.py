@@ -11,6 +11,7 @@ as a new message).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -18,12 +19,15 @@ from typing import Any, Literal
 import httpx
 
 from shared import answers, mail
-from shared.breaker import CircuitBreaker
+from shared.breaker import BreakerSettings, CircuitBreaker
 from shared.errors import Unavailable
+from shared.settings import SenderSettings
 from shared.signatures import standard_sign
 
 from .ratelimit import TokenBucket
 from .store import OutboxRow
+
+log = logging.getLogger(__name__)
 
 Outcome = Literal["delivered", "failed", "retry", "unknown", "wait"]  # wait: no request made
 
@@ -123,6 +127,35 @@ class WebhookChannel:
             return Attempt("retry", code, _ms(started), f"answered {code}", wait)
         self.breaker.record(True)  # the channel works; it refused this request for good
         return Attempt("failed", code, _ms(started), f"refused with {code}: {response.text[:200]}")
+
+
+def breaker(settings: SenderSettings, what: str) -> CircuitBreaker:
+    """A breaker of its own for an endpoint the sender posts to (the reply channel's settings)."""
+    return CircuitBreaker(
+        BreakerSettings(
+            window=settings.breaker_window,
+            min_samples=settings.breaker_min_samples,
+            failure_rate=settings.breaker_failure_rate,
+            open_seconds=settings.breaker_open_seconds,
+        ),
+        on_change=lambda old, new: log.warning("%s circuit %s → %s", what, old, new),
+    )
+
+
+def open_channel(settings: SenderSettings) -> WebhookChannel | None:
+    """The reply channel DESK_CHANNEL names: None for `outbox` (replies are only recorded)."""
+    if settings.channel == "outbox":
+        return None
+    assert settings.channel_url  # the settings refuse DESK_CHANNEL=webhook without it
+    secret = settings.channel_secret.get_secret_value() if settings.channel_secret else None
+    return WebhookChannel(
+        settings.channel_url,
+        secret,
+        connect_timeout=settings.channel_connect_timeout,
+        read_timeout=settings.channel_read_timeout,
+        breaker=breaker(settings, "channel"),
+        bucket=TokenBucket(settings.channel_rate, settings.channel_burst),
+    )
 
 
 def _one_line(recipient: dict[str, Any] | None) -> dict[str, Any] | None:

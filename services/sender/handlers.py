@@ -26,6 +26,7 @@ from shared.errors import BusinessReject, PermanentError, TransientError, Unavai
 from shared.inbox import ActionRequest, Decision, InboxItem, Withdrawal
 from shared.ledger import Ledger
 from shared.logging import redact
+from shared.outbox import Relay
 from shared.results import (
     ITEM_IGNORED,
     ITEM_WITHDRAWN,
@@ -34,12 +35,12 @@ from shared.results import (
     REPLY_WITHDRAWN,
     event_id,
 )
+from shared.settings import SenderSettings
 from shared.source import SourceSystem
 from shared.source.base import ReplyRecorder
 
 from . import store
 from .channel import Attempt, WebhookChannel
-from .relay import Relay
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,30 @@ class Sender:
             DELIVERIES.labels(self.channel_name, outcome)
         self.lease_ttl = lease_ttl
         self.lease_wait = lease_wait
+
+    @classmethod
+    def configured(
+        cls,
+        settings: SenderSettings,
+        engine: Engine,
+        relay: Relay,
+        channel: WebhookChannel | None,
+        ledger: Ledger,
+        source: SourceSystem,
+    ) -> Sender:
+        """As the settings say; `source` is read again right before each reply leaves."""
+        log.info("delivering through %s", channel.url if channel else "the outbox only")
+        return cls(
+            engine,
+            relay,
+            channel,
+            ledger,
+            source,
+            record_replies=settings.record_replies,
+            delivery_deadline=settings.delivery_deadline,
+            lease_ttl=max(5.0, settings.ack_wait),
+            lease_wait=settings.channel_connect_timeout + settings.channel_read_timeout + 15,
+        )
 
     @property
     def channel_name(self) -> str:

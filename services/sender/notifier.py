@@ -44,13 +44,16 @@ from shared.errors import BusinessReject, PermanentError, TransientError
 from shared.inbox import ESCALATION, NOTIFY_SUPERVISOR, InboxItem, Notice
 from shared.ledger import Ledger
 from shared.logging import redact
+from shared.outbox import Relay
 from shared.results import NOTIFY_FAILED, NOTIFY_SENT, event_id
+from shared.settings import SenderSettings
 from shared.source import SourceSystem, Ticket
+from shared.source.configured import open_configured
 from shared.source.events import TicketRef, ticket_ref
 
 from . import notifications
+from .channel import breaker
 from .ratelimit import TokenBucket
-from .relay import Relay
 from .store import ResultRow, now
 
 log = logging.getLogger(__name__)
@@ -128,6 +131,20 @@ class SlackWebhook:
         return Attempt("failed", code, f"refused with {code}: {response.text[:200]}")
 
 
+def open_notify_webhook(settings: SenderSettings) -> SlackWebhook | None:
+    """The supervisors' incoming webhook, with a breaker and a rate limit of its own."""
+    if settings.notify_webhook_url is None:
+        return None
+    return SlackWebhook(
+        settings.notify_webhook_url.get_secret_value(),
+        connect_timeout=settings.notify_connect_timeout,
+        read_timeout=settings.notify_read_timeout,
+        breaker=breaker(settings, "notify"),
+        bucket=TokenBucket(settings.notify_rate, settings.notify_burst),
+        flavour=settings.chat_format,
+    )
+
+
 class Notifier:
     def __init__(
         self,
@@ -151,6 +168,28 @@ class Notifier:
         self.lease_wait = lease_wait
         for outcome in (*get_args(Outcome), "duplicate"):  # every series exists at 0
             NOTIFICATIONS.labels(self.channel, outcome)
+
+    @classmethod
+    def configured(
+        cls, settings: SenderSettings, engine: Engine, relay: Relay, ledger: Ledger
+    ) -> Notifier:
+        """As the settings say: the incoming webhook if one is set (else notices are logged
+        only), and a helpdesk client of its own for the ticket's subject and customer."""
+        notifier = cls(
+            engine,
+            relay,
+            open_notify_webhook(settings),
+            open_configured(settings),
+            ledger,
+            max_deliver=settings.max_deliver,
+            lease_ttl=max(5.0, settings.ack_wait),
+            lease_wait=settings.notify_connect_timeout + settings.notify_read_timeout + 15,
+        )
+        log.info(
+            "supervisor notifications: %s",
+            "posted to the incoming webhook" if notifier.webhook else "logged only",
+        )
+        return notifier
 
     @property
     def channel(self) -> str:

@@ -10,6 +10,7 @@ a relay publishes the result events and marks them published.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col, func, select
 
 from shared import clock, trace
+from shared import logging as desk_logging
 from shared.db import (
     add_missing_columns,
     add_missing_indexes,
@@ -76,6 +78,8 @@ class ResultRow(SQLModel, table=True):
     published: bool = Field(default=False, index=True)
     # the trace of the work that produced it (shared.trace): the event continues it
     traceparent: str | None = Field(default_factory=trace.current_header)
+    # the event it descends from (the decision's, the webhook's): the work being handled
+    correlation_id: str | None = Field(default_factory=desk_logging.correlation_id_var.get)
 
 
 class AuditRow(SQLModel, table=True):
@@ -231,7 +235,7 @@ def pending_results(engine: Engine, limit: int = 100) -> list[ResultRow]:
         return list(rows)
 
 
-def mark_published(engine: Engine, result_ids: list[str]) -> None:
+def mark_published(engine: Engine, result_ids: Sequence[str]) -> None:
     """The relay's pass published these: one UPDATE for all of them."""
     if not result_ids:
         return

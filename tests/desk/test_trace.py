@@ -70,7 +70,7 @@ async def test_each_attempt_is_shown_as_it_ended(bus: Bus, nats_server: NatsServ
 
     await eventually(traced, timeout=20, message="the ack's record")
     out = traced()
-    assert f"trace {TRACE_ID}: 1 messages" in out, out
+    assert f"trace {TRACE_ID}: 1 messages, correlation id " in out, out
     assert "drafter: done (attempt 1 no answer, attempt 2 nak, attempt 3 ack)" in out, out
 
     await bus.js.delete_stream(subjects.DELIVERIES)  # as on a broker without the records

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
 __all__ = ["stack"]
 
-TRACE_LINE = re.compile(r"^trace ([0-9a-f]{32}): (\d+) messages$", re.M)
+TRACE_LINE = re.compile(r"^trace ([0-9a-f]{32}): (\d+) messages, correlation id (\S+)$", re.M)
 
 
 async def test_one_webhook_is_one_trace_through_a_redelivery_and_a_replay(
@@ -82,7 +82,9 @@ async def follow_one_webhook(stack: Stack, fake_llm: FakeLLM, collector: Collect
 
     await eventually(traced, timeout=30, message="reply.sent on the event's trace")
     out = traced()
-    [(trace_id, count)] = TRACE_LINE.findall(out)
+    # one correlation id from the webhook to reply.sent: the event's own, through the work, the
+    # item, the reviewer's decision (the inbox's outbox) and the result (the sender's)
+    [(trace_id, count, correlation)] = TRACE_LINE.findall(out)
     subjects = re.findall(r"^  \S+  \S+\s+(\S+)  (\S+)$", out, re.M)
     assert [s for s, _ in subjects] == [
         "events.helpdesk.ticket.created",
@@ -93,6 +95,7 @@ async def follow_one_webhook(stack: Stack, fake_llm: FakeLLM, collector: Collect
         "results.reply.sent",
     ], out
     assert subjects[2][1].startswith("replay:"), out
+    assert correlation == subjects[0][1], out
     # each hop's attempts, as the broker recorded how each delivery ended
     consumers = re.findall(r"^      (.+)$", out, re.M)
     assert consumers[0] == "router: done (attempt 1 ack)", out
@@ -100,7 +103,8 @@ async def follow_one_webhook(stack: Stack, fake_llm: FakeLLM, collector: Collect
     assert consumers[2] == "drafter: done (attempt 1 ack)", out  # the replay
     assert int(count) == len(subjects)
     for other in ("T1012~v1", trace_id):  # found by the item id and by the trace id too
-        assert TRACE_LINE.findall(desk(stack, "trace", other).stdout) == [(trace_id, count)]
+        found = TRACE_LINE.findall(desk(stack, "trace", other).stdout)
+        assert found == [(trace_id, count, correlation)]
     shown = desk(stack, "inbox", "show", "T1012~v1").stdout  # the item names its trace
     assert f"trace:    {trace_id} (desk trace {trace_id})" in shown, shown
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import httpx
+import pytest
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
@@ -180,3 +181,82 @@ async def test_a_named_consumer_and_periodic_work_are_drained_together_on_stop(
         assert order == ["relay pass", "handler finished", "relay pass"]
     finally:
         nats.kill()
+
+
+async def test_the_service_holds_its_resources_and_closes_them_after_nats(
+    tmp_path: Path,
+) -> None:
+    """Inside the block the bus is connected and the service's own ledger open; what the
+    service entered or asked to close is closed when it stops, after NATS, newest first; its
+    database answers /readyz and is disposed of."""
+    import contextlib
+
+    from shared.settings import RouterSettings
+
+    nats = NatsServer(tmp_path / "nats", sync_always=False)
+    nats.start()
+    closed: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def resource(name: str):  # type: ignore[no-untyped-def]
+        yield name
+        closed.append(f"{name} exited, NATS {'open' if bus.connected else 'closed'}")
+
+    async def close_later() -> None:
+        closed.append("coroutine closed")
+
+    def created(engine: object) -> None:
+        closed.append("tables made")
+
+    settings = RouterSettings(nats_url=nats.url, http_port=0, var_dir=tmp_path, _env_file=None)
+    service = Service(settings)
+    engine = await service.database("probe", created)
+    pool = engine.pool
+    try:
+        assert await service.enter(resource("storage")) == "storage"
+        service.on_close(close_later)
+        async with service as svc:
+            bus = svc.bus
+            assert bus.connected
+            await svc.ledger.claim("probe:1")
+            assert await svc.ledger.seen("probe:1")
+            service.on_close(lambda: closed.append("function closed"))
+            async with httpx.AsyncClient(base_url=svc.ops.url) as client:
+                checks = (await client.get("/readyz")).json()["checks"]
+                assert checks["database"] is True
+            svc.request_stop()
+        assert closed == [
+            "tables made",
+            "function closed",
+            "coroutine closed",
+            "storage exited, NATS closed",
+        ]
+        assert engine.pool is not pool, "the engine's pool is disposed of"
+    finally:
+        nats.kill()
+
+
+async def test_a_stop_before_nats_ever_answers_ends_the_start_and_closes_what_was_opened(
+    tmp_path: Path,
+) -> None:
+    """A SIGTERM while the broker has never answered: entering ends with `Stopped` (the CLI
+    exits 0) rather than running the block without a bus; the ports and resources are
+    released."""
+    from shared.service import Stopped
+
+    settings = ProbeSettings(
+        nats_url=f"nats://127.0.0.1:{free_port()}", http_port=0, _env_file=None
+    )
+    service = Service(settings)
+    closed: list[str] = []
+    service.on_close(lambda: closed.append("closed"))
+    entering = asyncio.create_task(service.__aenter__())
+    await eventually(lambda: service.ops._server.started, message="the ops server")
+    service.request_stop()
+    with pytest.raises(Stopped):
+        await asyncio.wait_for(entering, 30)
+    assert closed == ["closed"]
+    with pytest.raises(httpx.ConnectError):  # the ops port is let go
+        httpx.get(service.ops.url + "/healthz")
+    with pytest.raises(RuntimeError, match="before the service started"):
+        service.bus  # noqa: B018

@@ -19,7 +19,7 @@ and `errors`.
 from . import audits, autosend, claims, notices, targets
 from .analytics import MAX_REVIEW_DAYS, REVIEW_DAYS, review, review_days
 from .archive import ARCHIVE_SECONDS, archive
-from .decisions import Reviewer, decide, mark_published, traceparent_of, unpublished
+from .decisions import Reviewer, decide, mark_published, origin_of, unpublished
 from .documents import decision_json, detail_json, item_json
 from .errors import Conflict, Invalid, NotFound
 from .instructions import (
@@ -107,6 +107,7 @@ __all__ = [
     "mark_published",
     "notices",
     "open_session",
+    "origin_of",
     "project",
     "purge_sessions",
     "record_notification",
@@ -119,7 +120,6 @@ __all__ = [
     "stats",
     "supersede_older",
     "targets",
-    "traceparent_of",
     "unpublished",
     "waiting",
     "with_claims",

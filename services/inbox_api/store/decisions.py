@@ -233,9 +233,14 @@ def _decision_of(r: DecisionRow) -> Decision:
     )
 
 
-def traceparent_of(engine: Engine, item_id: str) -> str | None:
+def origin_of(engine: Engine, item_id: str) -> tuple[str | None, str | None]:
+    """The trace an item belongs to and the event it descends from (its correlation id): what
+    its decision, audit and notices continue."""
     with Session(engine) as session:
-        return session.exec(select(ItemRow.traceparent).where(ItemRow.id == item_id)).first()
+        found = session.exec(
+            select(ItemRow.traceparent, ItemRow.trigger_event_id).where(ItemRow.id == item_id)
+        ).first()
+    return (found[0], found[1]) if found is not None else (None, None)
 
 
 def mark_published(engine: Engine, thread: str, version: int) -> None:
@@ -256,8 +261,8 @@ def unpublished(engine: Engine, older_than: float) -> list[Decision]:
     cutoff = now() - dt.timedelta(seconds=older_than)
     with Session(engine, expire_on_commit=False) as session:
         rows = session.exec(
-            select(DecisionRow).where(
-                col(DecisionRow.published).is_(False), col(DecisionRow.decided_at) <= cutoff
-            )
+            select(DecisionRow)
+            .where(col(DecisionRow.published).is_(False), col(DecisionRow.decided_at) <= cutoff)
+            .order_by(col(DecisionRow.decided_at))
         ).all()
         return [_decision_of(r) for r in rows]

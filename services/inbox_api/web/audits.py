@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from .. import store
-from ..audited import publish_audits
+from ..outboxes import publish_audits
 from . import forms
 from .cookies import edge_of, flash_of, inbox_of, session_of
 from .responses import error, item_url, page, to_login
@@ -56,7 +56,7 @@ async def audit(request: Request) -> Response:
         return error(request, 409, "Audited already", str(exc), back)
     except store.Invalid as exc:
         return error(request, 422, "Not accepted", str(exc), back)
-    await publish_audits(request.app.state.service.bus, inbox.engine)  # else the relay does
+    await publish_audits(request.app.state.service.connection, inbox.engine)  # else the relay does
     done = f"Audit recorded for {item_id}"
     if found["demoted"]:
         done += f"; auto-send for {found['demoted']['category']} is off (audits found edits)"

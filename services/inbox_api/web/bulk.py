@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from .. import store
-from ..api import publish_decision
+from ..outboxes import publish_decision
 from . import forms
 from .cookies import edge_of, inbox_of, session_of
 from .responses import error, page
@@ -45,7 +45,7 @@ async def ignore_selected(request: Request) -> Response:
     if forms.text(form, "confirmed") != "1":
         return page(request, "bulk.html", {"chosen": [f"{i}:{v}" for i, v in chosen]})
     engine = inbox_of(request).engine
-    bus = request.app.state.service.bus
+    bus = request.app.state.service.connection
     ignored: list[str] = []
     skipped: list[str] = []
     for item_id, version in chosen:

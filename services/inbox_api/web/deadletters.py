@@ -44,7 +44,7 @@ def letter_row(d: deadletters.DeadLetter) -> dict[str, Any]:
 
 
 def _bus(request: Request) -> Bus | None:
-    bus: Bus | None = request.app.state.service.bus
+    bus: Bus | None = request.app.state.service.connection
     return bus if bus is not None and bus.connected else None
 
 

@@ -13,7 +13,7 @@ from starlette.responses import RedirectResponse, Response
 from shared.inbox import InterruptConfig
 
 from .. import store
-from ..api import publish_decision
+from ..outboxes import publish_decision
 from ..render import diff
 from . import forms
 from .cookies import edge_of, inbox_of, session_of
@@ -117,7 +117,7 @@ async def decide(request: Request) -> Response:
         return error(request, 409, "Changed meanwhile", str(exc), back)
     except store.Invalid as exc:
         return error(request, 422, "Not accepted", str(exc), back)
-    published = await publish_decision(request.app.state.service.bus, engine, decision)
+    published = await publish_decision(request.app.state.service.connection, engine, decision)
     log.info("%s decided %s on %s", who.name, kind, item_id)
     note = "" if published else " (it goes out as soon as the broker answers)"
     session = await session_of(request)

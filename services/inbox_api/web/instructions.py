@@ -110,7 +110,7 @@ async def instruction_form(request: Request) -> Response:
     except store.Conflict as exc:
         return error(request, 409, "Nothing to do", str(exc), BACK)
     log.info("%s: standing instruction %s by %s", done, row["id"], who.name)
-    published = await publish_guidance(request.app.state.service.bus, engine)
+    published = await publish_guidance(request.app.state.service.connection, engine)
     session = await session_of(request)
     if session is not None:
         note = "" if published else " (drafts get it as soon as the broker answers)"
