@@ -197,6 +197,49 @@ class HttpServer:
         self._socket.close()
 
 
+class HTTPError(Exception):
+    """A refusal, raised where it is found (an unknown token, a body that is not the model, an
+    item decided meanwhile) rather than returned up through every caller: the app's handler
+    renders it. By default as JSON, `{"error": message, **fields}` with `headers`; an app that
+    also serves pages renders it as a page (`title`, `back`) for a browser. `answer`, when set,
+    is sent as it is instead (a redirect to the login)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str = "",
+        *,
+        headers: Mapping[str, str] | None = None,
+        title: str | None = None,
+        back: str | None = None,
+        answer: Response | None = None,
+        **fields: Any,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = dict(headers or {})
+        self.title = title
+        self.back = back
+        self.answer = answer
+        self.fields = fields
+
+    @classmethod
+    def sending(cls, answer: Response) -> HTTPError:
+        """Stop handling the request and send `answer` (a redirect, a page) as it is."""
+        return cls(answer.status_code, answer=answer)
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """An `HTTPError` as its JSON answer (or the answer it carries)."""
+    assert isinstance(exc, HTTPError)
+    if exc.answer is not None:
+        return exc.answer
+    return JSONResponse(
+        {"error": exc.message, **exc.fields}, status_code=exc.status, headers=exc.headers
+    )
+
+
 async def unexpected_error(request: Request, exc: Exception) -> Response:
     """A bug must not look like a refusal: log it, answer 503 with Retry-After, never a 500."""
     logging.getLogger("desk.http").exception("unexpected error answering %s", request.url.path)
@@ -211,8 +254,9 @@ def make_app(
     routes: Sequence[BaseRoute],
     exception_handlers: Mapping[Any, ExceptionHandler] | None = None,
 ) -> Starlette:
-    """The public app: the service's own routes and nothing else (no health, no metrics)."""
-    handlers: dict[Any, ExceptionHandler] = {Exception: unexpected_error}
+    """The public app: the service's own routes and nothing else (no health, no metrics). An
+    `HTTPError` is answered as JSON unless `exception_handlers` renders it otherwise."""
+    handlers: dict[Any, ExceptionHandler] = {Exception: unexpected_error, HTTPError: http_error}
     handlers.update(exception_handlers or {})
     return Starlette(routes=list(routes), exception_handlers=handlers)
 

@@ -14,181 +14,109 @@ import functools
 import json
 import logging
 import re
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeVar
-from urllib.parse import quote
 
 from pydantic import BaseModel, ValidationError
-from sqlalchemy.engine import Engine
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from shared import deadletters
-from shared.bus import Bus
 from shared.errors import first_error
+from shared.http import HTTPError
 from shared.inbox import QUEUE_PATTERN
-from shared.settings import InboxApiSettings
 
 from . import store
-from .auth import Reviewers, bearer
+from .auth import bearer
+from .core import attempt_refused, bus_of, client_address, inbox_of, perimeter
 from .guidance import publish_guidance
 from .openapi import document
 from .outboxes import publish_audits, publish_decision
 from .schemas import ClaimRequest, DecisionRequest
-from .sessions import Sessions
-from .throttle import Throttle
 from .watch import Watch
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Inbox:
-    engine: Engine
-    reviewers: Reviewers
-    ticket_url: str | None = None  # DESK_HELPDESK_TICKET_URL, a template with {ticket}
-    policy: store.autosend.Policy = field(default_factory=store.autosend.Policy)
-    admins: frozenset[str] = frozenset()  # DESK_ADMINS: who may turn auto-send on or off
-    claim_seconds: float = 300.0  # DESK_CLAIM_SECONDS: how long opening an item claims it
-
-    @classmethod
-    def configured(
-        cls,
-        settings: InboxApiSettings,
-        engine: Engine,
-        reviewers: Reviewers,
-        policy: store.autosend.Policy,
-    ) -> Inbox:
-        admins = frozenset(settings.admins)
-        ticket_url, claim_seconds = settings.helpdesk_ticket_url, settings.claim_seconds
-        return cls(engine, reviewers, ticket_url, policy, admins, claim_seconds)
-
-    def link(self, ticket_id: str | None) -> str | None:
-        """The ticket in the helpdesk, when a link template is configured."""
-        if not self.ticket_url or not ticket_id:
-            return None
-        return self.ticket_url.replace("{ticket}", quote(ticket_id, safe=""))
+Role = Literal["reporter", "viewer", "reviewer"]
+Endpoint = Callable[[Request], Awaitable[Response]]
+Handler = Callable[[Request, store.Reviewer], Awaitable[Response]]  # given the reviewer
 
 
-@dataclass(frozen=True)
-class Perimeter:
-    """What the inbox holds at its edge: the web sessions, the failed-attempt throttle, the
-    request body limits and whether cookies need HTTPS."""
-
-    sessions: Sessions
-    throttle: Throttle
-    max_body: int
-    body_timeout: float
-    cookie_secure: bool
-
-    @classmethod
-    def build(cls, inbox: Inbox, settings: InboxApiSettings) -> Perimeter:
-        return cls(
-            sessions=Sessions(inbox.engine, inbox.reviewers, settings.session_lifetime),
-            throttle=Throttle(settings.auth_rate, settings.auth_burst),
-            max_body=settings.max_body,
-            body_timeout=settings.body_timeout,
-            cookie_secure=settings.cookie_secure,
-        )
-
-
-def perimeter(app: Starlette) -> Perimeter:
-    """The app's Perimeter, built when the service started (`main.run`)."""
-    found: Perimeter = app.state.perimeter
-    return found
-
-
-def client_address(request: Request) -> str:
-    """The client's address (the proxy's X-Forwarded-For when uvicorn trusts the proxy)."""
-    return request.client.host if request.client else "unknown"
-
-
-def attempt_refused(throttle: Throttle, client: str, what: str) -> None:
-    """Count a failed credential attempt against the client's address (never the credential)."""
-    if throttle.failed(client):
-        log.warning("%s refused from %s; its next attempts get 429 for a while", what, client)
-    else:
-        log.warning("%s refused from %s", what, client)
-
-
-def error(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, **extra)
-
-
-def _inbox(request: Request) -> Inbox:
-    inbox: Inbox = request.app.state.inbox
-    return inbox
-
-
-def _bus(request: Request) -> Bus | None:
-    bus: Bus | None = request.app.state.service.connection
-    return bus
-
-
-def authorize(
-    request: Request, role: Literal["reporter", "viewer", "reviewer"]
-) -> store.Reviewer | Response:
+def authorize(request: Request, role: Role) -> store.Reviewer:
+    """The token's reviewer, if it may act as `role`; else the refusal (401, 403, 429)."""
     token = bearer(request.headers.get("authorization"))
     if token is None:
-        return error(401, "a reviewer token is required", headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPError(401, "a reviewer token is required", headers={"WWW-Authenticate": "Bearer"})
     edge, client = perimeter(request.app), client_address(request)
     wait = edge.throttle.retry_after(client)
     if wait:
-        return error(
+        raise HTTPError(
             429,
             f"too many wrong tokens from your address; retry in {wait} s",
             headers={"Retry-After": str(wait)},
         )
-    reviewers = _inbox(request).reviewers
+    reviewers = inbox_of(request).reviewers
     reviewer = reviewers.authenticate(token)
     if reviewer is None and (reporter := reviewers.reporter(token)) is not None:
         if role == "reporter":
             return reporter
-        return error(403, "this token reads the counts (/api/stats) only")
+        raise HTTPError(403, "this token reads the counts (/api/stats) only")
     if reviewer is None:
         attempt_refused(edge.throttle, client, "API token")
-        return error(
+        raise HTTPError(
             401,
             "this token is not a reviewer's (unknown, or removed from DESK_REVIEWERS)",
             headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
         )
     if role == "reviewer" and reviewer.role != "reviewer":
-        return error(403, "this token may read the inbox but not decide")
+        raise HTTPError(403, "this token may read the inbox but not decide")
     return reviewer
 
 
-async def list_items(request: Request) -> Response:
-    who = authorize(request, "viewer")
-    if isinstance(who, Response):
-        return who
+def requires(role: Role) -> Callable[[Handler], Endpoint]:
+    """The route answers only a token that may act as `role` (`authorize`); its handler is
+    given the token's reviewer."""
+
+    def decorate(handler: Handler) -> Endpoint:
+        @functools.wraps(handler)
+        async def endpoint(request: Request) -> Response:
+            return await handler(request, authorize(request, role))
+
+        return endpoint
+
+    return decorate
+
+
+@requires("viewer")
+async def list_items(request: Request, who: store.Reviewer) -> Response:
     q = request.query_params
     status = q.get("status") or None
     if status is not None and status not in store.STATUSES:
-        return error(422, f"status must be one of {', '.join(store.STATUSES)}")
+        raise HTTPError(422, f"status must be one of {', '.join(store.STATUSES)}")
     sort = q.get("sort", "oldest")
     if sort not in ("oldest", "newest", "priority"):
-        return error(422, "sort must be oldest, newest or priority")
+        raise HTTPError(422, "sort must be oldest, newest or priority")
     priority = q.get("priority") or None
     if priority is not None and priority not in store.PRIORITIES:
-        return error(422, f"priority must be one of {', '.join(store.PRIORITIES)}")
+        raise HTTPError(422, f"priority must be one of {', '.join(store.PRIORITIES)}")
     queue = q.get("queue") or None
     if queue is not None and not re.fullmatch(QUEUE_PATTERN, queue):
-        return error(422, "queue is not a queue name (lowercase letters, digits, - and _)")
+        raise HTTPError(422, "queue is not a queue name (lowercase letters, digits, - and _)")
     mine = q.get("mine") or None
     if mine not in (None, "1", "true", "0", "false"):
-        return error(422, "mine must be true or false")
+        raise HTTPError(422, "mine must be true or false")
     try:
         limit = int(q.get("limit", "50"))
     except ValueError:
-        return error(422, "limit must be a whole number")
+        raise HTTPError(422, "limit must be a whole number") from None
     if not 1 <= limit <= 200:
-        return error(422, "limit must be between 1 and 200")
+        raise HTTPError(422, "limit must be between 1 and 200")
     try:
         items, next_cursor = await asyncio.to_thread(
             store.list_items,
-            _inbox(request).engine,
+            inbox_of(request).engine,
             status=status,
             category=q.get("category") or None,
             source=q.get("source") or None,
@@ -201,63 +129,57 @@ async def list_items(request: Request) -> Response:
             limit=limit,
         )
     except store.Invalid as exc:
-        return error(422, str(exc))
-    items = await asyncio.to_thread(store.with_claims, _inbox(request).engine, items)
+        raise HTTPError(422, str(exc)) from None
+    items = await asyncio.to_thread(store.with_claims, inbox_of(request).engine, items)
     watch: Watch | None = getattr(request.app.state, "watch", None)
     model = watch.model() if watch is not None else {"up": True}  # drafts delayed while down
     return JSONResponse({"items": items, "next_cursor": next_cursor, "model": model})
 
 
-async def get_item(request: Request) -> Response:
-    who = authorize(request, "viewer")
-    if isinstance(who, Response):
-        return who
+@requires("viewer")
+async def get_item(request: Request, who: store.Reviewer) -> Response:
     item = await asyncio.to_thread(
-        store.get_item, _inbox(request).engine, request.path_params["id"]
+        store.get_item, inbox_of(request).engine, request.path_params["id"]
     )
     if item is None:
-        return error(404, "no such item")
-    item["ticket_url"] = _inbox(request).link(item.get("ticket_id"))
+        raise HTTPError(404, "no such item")
+    item["ticket_url"] = inbox_of(request).link(item.get("ticket_id"))
     return JSONResponse(item)
 
 
 async def _in_store(call: Any, *args: Any, missing: str | None = None, **kwargs: Any) -> Any:
-    """`call(*args, **kwargs)` off the event loop; the store's refusals as their answers
-    (404 with `missing`, or the store's words; 409; 422), returned as a Response."""
+    """`call(*args, **kwargs)` off the event loop; the store's refusals raised as their
+    answers (404 with `missing`, or the store's words; 409; 422)."""
     try:
         return await asyncio.to_thread(functools.partial(call, *args, **kwargs))
     except store.NotFound as exc:
-        return error(404, missing or str(exc))
+        raise HTTPError(404, missing or str(exc)) from None
     except store.claims.Claimed as exc:  # who holds it, for a client to show or to take over
-        body = {"error": str(exc), "claimed_by": exc.reviewer, "until": exc.until.isoformat()}
-        return JSONResponse(body, status_code=409)
+        until = exc.until.isoformat()
+        raise HTTPError(409, str(exc), claimed_by=exc.reviewer, until=until) from None
     except store.Conflict as exc:
-        return error(409, str(exc))
+        raise HTTPError(409, str(exc)) from None
     except store.Invalid as exc:
-        return error(422, str(exc))
+        raise HTTPError(422, str(exc)) from None
 
 
 Parsed = TypeVar("Parsed", bound=BaseModel)
 
 
-def _parsed(model: type[Parsed], raw: bytes) -> Parsed | Response:
+def _parsed(model: type[Parsed], raw: bytes) -> Parsed:
     """A JSON request body as `model`, or the 400 (not JSON) / 422 (not that shape) answer."""
     try:
         return model.model_validate_json(raw)
     except ValidationError as exc:
         status = 400 if exc.errors()[0]["type"] == "json_invalid" else 422
-        return error(status, first_error(exc, "body"))
+        raise HTTPError(status, first_error(exc, "body")) from None
 
 
-async def post_decision(request: Request) -> Response:
-    who = authorize(request, "reviewer")
-    if isinstance(who, Response):
-        return who
+@requires("reviewer")
+async def post_decision(request: Request, who: store.Reviewer) -> Response:
     body = _parsed(DecisionRequest, await request.body())
-    if isinstance(body, Response):
-        return body
     kind, args = body.normalized()
-    engine = _inbox(request).engine
+    engine = inbox_of(request).engine
     decision = await _in_store(
         store.decide,
         engine,
@@ -269,9 +191,7 @@ async def post_decision(request: Request) -> Response:
         take_over=body.take_over,
         missing="no such item",
     )
-    if isinstance(decision, Response):
-        return decision
-    published = await publish_decision(_bus(request), engine, decision)
+    published = await publish_decision(bus_of(request), engine, decision)
     return JSONResponse(
         {
             "accepted": True,
@@ -284,16 +204,12 @@ async def post_decision(request: Request) -> Response:
     )
 
 
-async def post_claim(request: Request) -> Response:
+@requires("reviewer")
+async def post_claim(request: Request, who: store.Reviewer) -> Response:
     """Claim the item for the token's reviewer (or renew the claim); `{"take_over": true}`
     takes it from whoever holds it."""
-    who = authorize(request, "reviewer")
-    if isinstance(who, Response):
-        return who
     body = _parsed(ClaimRequest, await request.body() or b"{}")
-    if isinstance(body, Response):
-        return body
-    inbox = _inbox(request)
+    inbox = inbox_of(request)
     held = await _in_store(
         store.claims.claim,
         inbox.engine,
@@ -303,110 +219,96 @@ async def post_claim(request: Request) -> Response:
         take_over=body.take_over,
         missing="no such item",
     )
-    return held if isinstance(held, Response) else JSONResponse(held)
+    return JSONResponse(held)
 
 
-async def delete_claim(request: Request) -> Response:
-    who = authorize(request, "reviewer")
-    if isinstance(who, Response):
-        return who
+@requires("reviewer")
+async def delete_claim(request: Request, who: store.Reviewer) -> Response:
     released = await _in_store(
         store.claims.release,
-        _inbox(request).engine,
+        inbox_of(request).engine,
         request.path_params["id"],
         who.name,
         missing="no such item",
     )
-    return released if isinstance(released, Response) else JSONResponse({"released": released})
+    return JSONResponse({"released": released})
 
 
-async def get_stats(request: Request) -> Response:
-    who = authorize(request, "reporter")
-    if isinstance(who, Response):
-        return who
+@requires("reporter")
+async def get_stats(request: Request, who: store.Reviewer) -> Response:
     try:
         days = store.review_days(request.query_params.get("days"))
     except store.Invalid as exc:
-        return error(422, str(exc))
-    engine = _inbox(request).engine
+        raise HTTPError(422, str(exc)) from None
+    engine = inbox_of(request).engine
     result = await asyncio.to_thread(store.stats, engine)
     result["review"] = await asyncio.to_thread(store.review, engine, days)
     result["drafts"] = await asyncio.to_thread(store.drafts_since, engine, days)
-    bus = _bus(request)
+    bus = bus_of(request)
     result["dead_letters"] = await deadletters.count(bus.js) if bus and bus.connected else None
     return JSONResponse(result)
 
 
-async def list_dead_letters(request: Request) -> Response:
-    who = authorize(request, "viewer")
-    if isinstance(who, Response):
-        return who
-    bus = _bus(request)
+@requires("viewer")
+async def list_dead_letters(request: Request, who: store.Reviewer) -> Response:
+    bus = bus_of(request)
     if bus is None or not bus.connected:
-        return error(503, "the event store is unavailable", headers={"Retry-After": "5"})
+        raise HTTPError(503, "the event store is unavailable", headers={"Retry-After": "5"})
     letters = await deadletters.list_dead_letters(bus.js, limit=200)
     return JSONResponse({"dead_letters": [d.model_dump(mode="json") for d in letters]})
 
 
-async def replay_dead_letter(request: Request) -> Response:
-    who = authorize(request, "reviewer")
-    if isinstance(who, Response):
-        return who
+@requires("reviewer")
+async def replay_dead_letter(request: Request, who: store.Reviewer) -> Response:
     try:
         letter_id = int(request.path_params["id"])
     except ValueError:
-        return error(404, "no such dead letter")
-    bus = _bus(request)
+        raise HTTPError(404, "no such dead letter") from None
+    bus = bus_of(request)
     if bus is None or not bus.connected:
-        return error(503, "the event store is unavailable", headers={"Retry-After": "5"})
+        raise HTTPError(503, "the event store is unavailable", headers={"Retry-After": "5"})
     try:
         result = await deadletters.replay(bus, letter_id)
     except LookupError:
-        return error(404, "no such dead letter")
+        raise HTTPError(404, "no such dead letter") from None
     except deadletters.RefusedReplay as exc:
         log.warning("dead letter %s refused for replay: %s", letter_id, exc.why)
-        return error(422, str(exc))
+        raise HTTPError(422, str(exc)) from None
     log.info("dead letter %s replayed by %s", letter_id, who.name)
     return JSONResponse({"replayed": letter_id, **result.model_dump(mode="json")}, status_code=202)
 
 
-async def get_review_log(request: Request) -> Response:
-    who = authorize(request, "viewer")
-    if isinstance(who, Response):
-        return who
-    rows = await asyncio.to_thread(store.review_log, _inbox(request).engine)
+@requires("viewer")
+async def get_review_log(request: Request, who: store.Reviewer) -> Response:
+    rows = await asyncio.to_thread(store.review_log, inbox_of(request).engine)
     body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     return Response(body, media_type="application/x-ndjson")
 
 
-async def list_instructions(request: Request) -> Response:
-    who = authorize(request, "viewer")
-    if isinstance(who, Response):
-        return who
+@requires("viewer")
+async def list_instructions(request: Request, who: store.Reviewer) -> Response:
     removed = request.query_params.get("removed") in ("1", "true", "yes")
-    rows = await asyncio.to_thread(store.list_instructions, _inbox(request).engine, removed=removed)
+    rows = await asyncio.to_thread(
+        store.list_instructions, inbox_of(request).engine, removed=removed
+    )
     return JSONResponse({"instructions": rows})
 
 
-async def _json_object(request: Request) -> dict[str, Any] | Response:
+async def _json_object(request: Request) -> dict[str, Any]:
     try:
         body = json.loads(await request.body() or b"{}")
     except ValueError:
-        return error(400, "the body is not JSON")
+        raise HTTPError(400, "the body is not JSON") from None
     if not isinstance(body, dict):
-        return error(422, "body: an object is expected")
+        raise HTTPError(422, "body: an object is expected")
     return body
 
 
-async def post_instruction(request: Request) -> Response:
+@requires("reviewer")
+async def post_instruction(request: Request, who: store.Reviewer) -> Response:
     """A reviewer writes a standing instruction for a category."""
-    who = authorize(request, "reviewer")
-    if isinstance(who, Response):
-        return who
     body = await _json_object(request)
-    if isinstance(body, Response):
-        return body
-    inbox = _inbox(request)
+    inbox = inbox_of(request)
     engine = inbox.engine
     row = await _in_store(
         store.write_instruction,
@@ -416,29 +318,23 @@ async def post_instruction(request: Request) -> Response:
         who.name,
         admin=who.name in inbox.admins,
     )
-    if isinstance(row, Response):
-        return row
     log.info("standing instruction %s written by %s (%s)", row["id"], who.name, row["status"])
-    await publish_guidance(_bus(request), engine)
+    await publish_guidance(bus_of(request), engine)
     return JSONResponse(row, status_code=201)
 
 
-async def change_instruction(request: Request) -> Response:
+@requires("reviewer")
+async def change_instruction(request: Request, who: store.Reviewer) -> Response:
     """PATCH edits an instruction's text; DELETE removes it (kept as removed)."""
-    who = authorize(request, "reviewer")
-    if isinstance(who, Response):
-        return who
     try:
         instruction_id = int(request.path_params["id"])
     except ValueError:
-        return error(404, "no such standing instruction")
+        raise HTTPError(404, "no such standing instruction") from None
     text = None
     if request.method == "PATCH":
         body = await _json_object(request)
-        if isinstance(body, Response):
-            return body
         text = body.get("text")
-    inbox = _inbox(request)
+    inbox = inbox_of(request)
     engine = inbox.engine
     row = await _in_store(
         store.change_instruction,
@@ -450,89 +346,74 @@ async def change_instruction(request: Request) -> Response:
         admin=who.name in inbox.admins,
         missing="no such standing instruction",
     )
-    if isinstance(row, Response):
-        return row
     verb = "removed" if request.method == "DELETE" else "edited"
     log.info("standing instruction %s %s by %s", instruction_id, verb, who.name)
-    await publish_guidance(_bus(request), engine)
+    await publish_guidance(bus_of(request), engine)
     return JSONResponse(row)
 
 
-async def approve_instruction(request: Request) -> Response:
+@requires("reviewer")
+async def approve_instruction(request: Request, who: store.Reviewer) -> Response:
     """An admin approves an instruction (or the edit proposed for it): drafts get it."""
-    return await _judge_instruction(request, store.approve_instruction, "approved")
+    return await _judge_instruction(request, who, store.approve_instruction, "approved")
 
 
-async def reject_instruction(request: Request) -> Response:
+@requires("reviewer")
+async def reject_instruction(request: Request, who: store.Reviewer) -> Response:
     """An admin turns down a pending instruction or the edit proposed for it."""
-    return await _judge_instruction(request, store.reject_instruction, "turned down")
+    return await _judge_instruction(request, who, store.reject_instruction, "turned down")
 
 
-async def _judge_instruction(request: Request, call: Any, verdict: str) -> Response:
-    who = authorize(request, "reviewer")
-    if isinstance(who, Response):
-        return who
-    inbox = _inbox(request)
+async def _judge_instruction(
+    request: Request, who: store.Reviewer, call: Any, verdict: str
+) -> Response:
+    inbox = inbox_of(request)
     if who.name not in inbox.admins:
-        return error(403, "only an admin (DESK_ADMINS) may approve standing instructions")
+        raise HTTPError(403, "only an admin (DESK_ADMINS) may approve standing instructions")
     try:
         instruction_id = int(request.path_params["id"])
     except ValueError:
-        return error(404, "no such standing instruction")
+        raise HTTPError(404, "no such standing instruction") from None
     row = await _in_store(
         call, inbox.engine, instruction_id, who.name, missing="no such standing instruction"
     )
-    if isinstance(row, Response):
-        return row
     log.warning("standing instruction %s: %s by %s", instruction_id, verdict, who.name)
-    await publish_guidance(_bus(request), inbox.engine)
+    await publish_guidance(bus_of(request), inbox.engine)
     return JSONResponse(row)
 
 
-async def get_autosend(request: Request) -> Response:
-    who = authorize(request, "viewer")
-    if isinstance(who, Response):
-        return who
-    inbox = _inbox(request)
+@requires("viewer")
+async def get_autosend(request: Request, who: store.Reviewer) -> Response:
+    inbox = inbox_of(request)
     return JSONResponse(
         await asyncio.to_thread(store.autosend.overview, inbox.engine, inbox.policy)
     )
 
 
-async def post_autosend(request: Request) -> Response:
+@requires("reviewer")
+async def post_autosend(request: Request, who: store.Reviewer) -> Response:
     """An admin turns auto-send on (with a passing eval report) or off for a category."""
-    who = authorize(request, "reviewer")
-    if isinstance(who, Response):
-        return who
-    inbox = _inbox(request)
+    inbox = inbox_of(request)
     if who.name not in inbox.admins:
-        return error(403, "only an admin (DESK_ADMINS) may turn auto-send on or off")
+        raise HTTPError(403, "only an admin (DESK_ADMINS) may turn auto-send on or off")
     body = await _json_object(request)
-    if isinstance(body, Response):
-        return body
     on = body.get("enabled")
     if not isinstance(on, bool):
-        return error(422, "enabled: true or false")
+        raise HTTPError(422, "enabled: true or false")
     category = request.path_params["category"]
     row = await _in_store(
         store.autosend.change, inbox.engine, category, on, who.name, inbox.policy, body.get("eval")
     )
-    if isinstance(row, Response):
-        return row
     log.warning("auto-send %s for %s by %s", row["action"], category, who.name)
-    await publish_guidance(_bus(request), inbox.engine)  # what its drafts are given changed
+    await publish_guidance(bus_of(request), inbox.engine)  # what its drafts are given changed
     return JSONResponse(row)
 
 
-async def post_audit(request: Request) -> Response:
+@requires("reviewer")
+async def post_audit(request: Request, who: store.Reviewer) -> Response:
     """A person's audit of an auto-sent reply: fine, or edited (it needed changes)."""
-    who = authorize(request, "reviewer")
-    if isinstance(who, Response):
-        return who
     body = await _json_object(request)
-    if isinstance(body, Response):
-        return body
-    inbox = _inbox(request)
+    inbox = inbox_of(request)
     found = await _in_store(
         store.autosend.audit,
         inbox.engine,
@@ -543,11 +424,9 @@ async def post_audit(request: Request) -> Response:
         inbox.policy,
         missing="no such auto-sent item",
     )
-    if isinstance(found, Response):
-        return found
     if found["demoted"]:
         log.warning("auto-send demoted for %s: audits found edits", found["demoted"]["category"])
-    await publish_audits(_bus(request), inbox.engine)  # else the relay publishes it
+    await publish_audits(bus_of(request), inbox.engine)  # else the relay publishes it
     return JSONResponse(found)
 
 

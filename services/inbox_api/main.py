@@ -6,13 +6,14 @@ import functools
 import logging
 
 from shared.db import archiving
+from shared.http import HTTPError
 from shared.service import Service
 from shared.settings import InboxApiSettings
 
 from . import metrics, outboxes, policy, store, web
-from .api import Inbox, Perimeter
 from .api import routes as api_routes
 from .auth import Reviewers
+from .core import Inbox, Perimeter
 from .guidance import publish_guidance
 from .handlers import ItemProjection, ResultProjection
 from .notices import Notices
@@ -30,7 +31,9 @@ async def run(settings: InboxApiSettings) -> None:
     inbox = Inbox.configured(settings, engine, reviewers, rules)
     edge = Perimeter.build(inbox, settings)  # sessions, the attempt throttle, body limits
     state = {"inbox": inbox, "watch": watch, "perimeter": edge}
-    svc.serve([*api_routes, *web.routes], state=state, middleware=web.middleware())
+    refused = {HTTPError: web.refused}  # JSON for the API, a page for a browser
+    routes, limits = [*api_routes, *web.routes], web.middleware()
+    svc.serve(routes, state=state, middleware=limits, exception_handlers=refused)
     async with svc:
         if not reviewers:
             log.warning("no reviewer tokens configured: every API call will get 401")

@@ -29,9 +29,10 @@ from .instructions import instruction_form, instructions_page
 from .limits import middleware
 from .login import home, login, login_form, logout
 from .pages import inbox_page, inbox_version, item_page
+from .responses import refused
 from .stats import stats_page
 
-__all__ = ["middleware", "routes"]
+__all__ = ["middleware", "refused", "routes"]
 
 routes: list[BaseRoute] = [
     Route("/", home, methods=["GET"]),

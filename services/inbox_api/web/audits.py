@@ -11,9 +11,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from .. import store
+from ..core import inbox_of
 from ..outboxes import publish_audits
 from . import forms
-from .cookies import edge_of, flash_of, inbox_of, session_of
+from .cookies import edge_of, flash_of, session_of
 from .responses import error, item_url, page, to_login
 
 log = logging.getLogger(__name__)
@@ -30,10 +31,7 @@ async def autosend_page(request: Request) -> Response:
 
 
 async def audit(request: Request) -> Response:
-    checked = await forms.reviewer_form(request)
-    if isinstance(checked, Response):
-        return checked
-    form, who = checked
+    form, who = await forms.reviewer_form(request)
     item_id = request.path_params["id"]
     back = item_url(item_id)
     inbox = inbox_of(request)

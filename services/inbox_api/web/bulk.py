@@ -15,9 +15,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from .. import store
+from ..core import inbox_of
 from ..outboxes import publish_decision
 from . import forms
-from .cookies import edge_of, inbox_of, session_of
+from .cookies import edge_of, session_of
 from .responses import error, page
 
 log = logging.getLogger(__name__)
@@ -27,10 +28,7 @@ _SELECTED = re.compile(r"(?P<id>[^\s:]{1,300}):(?P<version>[0-9]{1,9})")
 
 
 async def ignore_selected(request: Request) -> Response:
-    checked = await forms.reviewer_form(request)
-    if isinstance(checked, Response):
-        return checked
-    form, who = checked
+    form, who = await forms.reviewer_form(request)
     chosen: list[tuple[str, int]] = []
     for value in form.getlist("item"):
         found = _SELECTED.fullmatch(value) if isinstance(value, str) else None

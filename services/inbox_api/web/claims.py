@@ -13,8 +13,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from .. import store
+from ..core import inbox_of
 from . import forms
-from .cookies import inbox_of
 from .responses import error, item_url
 
 log = logging.getLogger(__name__)
@@ -37,10 +37,7 @@ async def opened(request: Request, item_id: str, who: store.Reviewer) -> dict[st
 
 async def renew(request: Request) -> Response:
     """The open page's renewal (JSON), or the take-over form (`take_over`: back to the item)."""
-    checked = await forms.reviewer_form(request)
-    if isinstance(checked, Response):
-        return checked
-    form, who = checked
+    form, who = await forms.reviewer_form(request)
     item_id = request.path_params["id"]
     take_over = forms.text(form, "take_over") == "1"
     inbox = inbox_of(request)
@@ -70,10 +67,7 @@ async def renew(request: Request) -> Response:
 async def take(request: Request) -> Response:
     """ "Take it": an escalation is claimed for the reviewer, whose page then opens the editor
     to write the reply themselves (sent as an edit: a reply on its ticket)."""
-    checked = await forms.reviewer_form(request)
-    if isinstance(checked, Response):
-        return checked
-    _, who = checked
+    _, who = await forms.reviewer_form(request)
     item_id = request.path_params["id"]
     inbox = inbox_of(request)
     try:
@@ -93,10 +87,7 @@ async def take(request: Request) -> Response:
 
 async def release(request: Request) -> Response:
     """The page was left: let go of the claim (a beacon; nothing to show)."""
-    checked = await forms.reviewer_form(request)
-    if isinstance(checked, Response):
-        return checked
-    _, who = checked
+    _, who = await forms.reviewer_form(request)
     try:
         await asyncio.to_thread(
             store.claims.release, inbox_of(request).engine, request.path_params["id"], who.name

@@ -14,13 +14,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import store
-from ..api import Inbox, Perimeter, perimeter
+from ..core import Perimeter, perimeter
 from ..sessions import COOKIE, WebSession
-
-
-def inbox_of(request: Request) -> Inbox:
-    inbox: Inbox = request.app.state.inbox
-    return inbox
 
 
 def edge_of(request: Request) -> Perimeter:

@@ -17,7 +17,8 @@ from shared.bus import Bus
 from shared.errors import TransientError
 from shared.logging import redact
 
-from .cookies import edge_of, flash_of, inbox_of, session_of
+from ..core import inbox_of
+from .cookies import edge_of, flash_of, session_of
 from .forms import reviewer_form
 from .responses import error, page, to_login
 
@@ -76,10 +77,7 @@ async def dead_letters_page(request: Request) -> Response:
 async def replay(request: Request) -> Response:
     """Replay one letter (`/deadletters/{id}/replay`) or every outstanding one
     (`/deadletters/replay`); back to the page, which says what happened."""
-    checked = await reviewer_form(request)
-    if isinstance(checked, Response):
-        return checked
-    _, who = checked
+    _, who = await reviewer_form(request)
     refused = _not_admin(request, who.name)
     if refused is not None:
         return refused

@@ -13,10 +13,11 @@ from starlette.responses import RedirectResponse, Response
 from shared.inbox import InterruptConfig
 
 from .. import store
+from ..core import inbox_of
 from ..outboxes import publish_decision
 from ..render import diff
 from . import forms
-from .cookies import edge_of, inbox_of, session_of
+from .cookies import edge_of, session_of
 from .responses import error, item_url, page
 
 log = logging.getLogger(__name__)
@@ -42,10 +43,7 @@ def draft_of(item: dict[str, Any]) -> str:
 
 
 async def edit_preview(request: Request) -> Response:
-    checked = await forms.reviewer_form(request)
-    if isinstance(checked, Response):
-        return checked
-    form, who = checked
+    form, who = await forms.reviewer_form(request)
     item_id = request.path_params["id"]
     back = item_url(item_id)
     version = forms.version(form)
@@ -80,10 +78,7 @@ async def edit_preview(request: Request) -> Response:
 
 
 async def decide(request: Request) -> Response:
-    checked = await forms.reviewer_form(request)
-    if isinstance(checked, Response):
-        return checked
-    form, who = checked
+    form, who = await forms.reviewer_form(request)
     item_id = request.path_params["id"]
     back = item_url(item_id)
     kind = forms.text(form, "type")

@@ -12,7 +12,8 @@ from urllib.parse import urlsplit
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+
+from shared.http import HTTPError
 
 from .. import store
 from .cookies import clear_cookie, session_of
@@ -46,20 +47,20 @@ def same_origin(request: Request) -> bool:
         return False
 
 
-async def read_form(request: Request) -> FormData | Response:
-    """The posted form, or the refusal page."""
+async def read_form(request: Request) -> FormData:
+    """The posted form; else the refusal (an `HTTPError`, rendered as a page)."""
     if not same_origin(request):
         log.warning("form post to %s from another site refused", request.url.path)
-        return error(request, 403, "Refused", "This form was sent from another site.")
+        raise HTTPError(403, "This form was sent from another site.", title="Refused")
     length = request.headers.get("content-length", "")
     if re.fullmatch(r"[0-9]+", length) and int(length) > MAX_FORM_BYTES:
-        return error(request, 413, "Too large", "That form is larger than this page accepts.")
+        raise HTTPError(413, "That form is larger than this page accepts.", title="Too large")
     try:
         return await request.form(max_files=0, max_fields=20)
     except HTTPException as exc:
-        return error(request, 400, "Bad form", str(exc.detail))
+        raise HTTPError(400, str(exc.detail), title="Bad form") from None
     except (UnicodeDecodeError, ValueError):
-        return error(request, 400, "Bad form", "The form could not be read.")
+        raise HTTPError(400, "The form could not be read.", title="Bad form") from None
 
 
 def text(form: FormData, name: str) -> str | None:
@@ -76,31 +77,26 @@ def version(form: FormData) -> int | None:
 
 async def guard(
     request: Request, form: FormData, role: Literal["viewer", "reviewer"]
-) -> store.Reviewer | Response:
+) -> store.Reviewer:
     """The session's user, if logged in, the form carries the session's CSRF token, and the
-    role suffices; otherwise the refusal page."""
+    role suffices; otherwise the refusal (an `HTTPError`, rendered as a page)."""
     session = await session_of(request)
     if session is None:
         answer = error(request, 401, "Log in first", "Your session has ended.", back="/login")
         clear_cookie(request, answer)
-        return answer
+        raise HTTPError.sending(answer)
     who = session.user
     sent = text(form, "csrf") or ""
     if not hmac.compare_digest(sent.encode(), session.csrf.encode()):
-        return error(
-            request, 403, "Form expired", "This form is not from your current session; reload."
-        )
+        message = "This form is not from your current session; reload."
+        raise HTTPError(403, message, title="Form expired")
     if role == "reviewer" and who.role != "reviewer":
-        return error(request, 403, "Read only", "Your token may read the inbox but not decide.")
+        raise HTTPError(403, "Your token may read the inbox but not decide.", title="Read only")
     return who
 
 
-async def reviewer_form(request: Request) -> tuple[FormData, store.Reviewer] | Response:
-    """A reviewer's form: read, from this session, by someone who may decide; or the refusal."""
+async def reviewer_form(request: Request) -> tuple[FormData, store.Reviewer]:
+    """A reviewer's form: read, from this session, by someone who may decide; else the
+    refusal (an `HTTPError`)."""
     form = await read_form(request)
-    if isinstance(form, Response):
-        return form
-    who = await guard(request, form, "reviewer")
-    if isinstance(who, Response):
-        return who
-    return form, who
+    return form, await guard(request, form, "reviewer")

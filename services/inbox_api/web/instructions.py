@@ -16,9 +16,10 @@ from starlette.responses import RedirectResponse, Response
 from shared.inbox import CATEGORIES
 
 from .. import store
+from ..core import inbox_of
 from ..guidance import publish_guidance
 from . import forms
-from .cookies import edge_of, flash_of, inbox_of, session_of
+from .cookies import edge_of, flash_of, session_of
 from .responses import error, page, to_login
 
 log = logging.getLogger(__name__)
@@ -49,10 +50,7 @@ async def instructions_page(request: Request) -> Response:
 
 async def instruction_form(request: Request) -> Response:
     """POST /instructions (write one) or /instructions/{id} (edit or remove it)."""
-    checked = await forms.reviewer_form(request)
-    if isinstance(checked, Response):
-        return checked
-    form, who = checked
+    form, who = await forms.reviewer_form(request)
     engine = inbox_of(request).engine
     admin = who.name in inbox_of(request).admins
     text = (forms.text(form, "text") or "").strip()

@@ -9,7 +9,7 @@ from starlette.types import Scope
 
 from shared import bodies
 
-from ..api import perimeter
+from ..core import perimeter
 from .responses import error
 
 

@@ -9,9 +9,9 @@ import logging
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from ..api import attempt_refused, client_address
+from ..core import attempt_refused, client_address, inbox_of
 from ..sessions import COOKIE
-from .cookies import clear_cookie, edge_of, inbox_of, session_of, set_cookie
+from .cookies import clear_cookie, edge_of, session_of, set_cookie
 from .forms import guard, read_form, text
 from .responses import error, page, to_login
 
@@ -32,8 +32,6 @@ async def login_form(request: Request) -> Response:
 
 async def login(request: Request) -> Response:
     form = await read_form(request)
-    if isinstance(form, Response):
-        return form
     edge, client = edge_of(request), client_address(request)
     wait = edge.throttle.retry_after(client)
     if wait:
@@ -56,12 +54,8 @@ async def login(request: Request) -> Response:
 
 async def logout(request: Request) -> Response:
     form = await read_form(request)
-    if isinstance(form, Response):
-        return form
     if await session_of(request) is not None:
-        who = await guard(request, form, "viewer")
-        if isinstance(who, Response):
-            return who
+        await guard(request, form, "viewer")  # the form is this session's (CSRF)
         await asyncio.to_thread(edge_of(request).sessions.close, request.cookies.get(COOKIE))
         request.state.session = None
     answer = RedirectResponse("/login", status_code=303)

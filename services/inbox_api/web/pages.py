@@ -19,9 +19,10 @@ from shared import edits
 from shared.inbox import QUEUE_PATTERN
 
 from .. import store
+from ..core import inbox_of
 from ..render import age, changes, fold, when
 from .claims import opened
-from .cookies import flash_of, inbox_of, session_of
+from .cookies import flash_of, session_of
 from .decisions import allowed_kinds, draft_of
 from .responses import error, item_url, page, to_login
 

@@ -4,6 +4,7 @@ nonce, under the security headers; the error page; the way to the login."""
 from __future__ import annotations
 
 import secrets
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -12,6 +13,8 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
+
+from shared.http import HTTPError, http_error
 
 from ..render import utc
 from ..sessions import WebSession
@@ -67,6 +70,23 @@ def error(
 ) -> Response:
     context = {"title": title, "message": message, "back": back, "status": status}
     return page(request, "error.html", context, status)
+
+
+async def refused(request: Request, exc: Exception) -> Response:
+    """An `HTTPError` raised while answering: JSON for the API (`/api/…`, `/openapi.json`), a
+    page for a browser; or the answer it carries."""
+    assert isinstance(exc, HTTPError)
+    if exc.answer is not None or not is_page(request):
+        return await http_error(request, exc)
+    title = exc.title or HTTPStatus(exc.status).phrase
+    answer = error(request, exc.status, title, exc.message, exc.back or "/inbox")
+    answer.headers.update(exc.headers)
+    return answer
+
+
+def is_page(request: Request) -> bool:
+    path = request.url.path
+    return not (path.startswith("/api/") or path == "/openapi.json")
 
 
 def to_login(request: Request) -> Response:

@@ -12,7 +12,8 @@ from starlette.responses import Response
 
 from .. import store
 from ..charts import KINDS, days_chart, duration, percent, shares_chart
-from .cookies import inbox_of, session_of
+from ..core import inbox_of
+from .cookies import session_of
 from .responses import error, page, to_login
 
 WINDOWS = (7, 30, 90, 365)  # the windows the page offers (any 1..365 works in the link)
