@@ -62,7 +62,7 @@ from desk.webhook import signed_headers
 from services.ingress import nats_headers
 from shared import headers as h
 from shared import ids, subjects
-from shared.source.events import ticket_event
+from shared.helpdesk.events import ticket_event
 from shared.streams import Topology
 
 from .loadgen import LoadGenerator, LoadResult, encode_post

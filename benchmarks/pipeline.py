@@ -47,8 +47,8 @@ from desk.process import free_port
 from desk.webhook import signed_headers
 from shared import subjects
 from shared.bus import Bus
-from shared.source.events import ticket_event
-from shared.source.sql import SqlSource, TicketRow
+from shared.helpdesk.events import ticket_event
+from shared.helpdesk.sql import SqlSource, TicketRow
 
 from .loadgen import percentile
 from .processes import ROOT, Child, cpu_seconds, rss_mib

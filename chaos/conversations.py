@@ -34,7 +34,7 @@ from typing import Any
 import httpx
 
 from shared.conversation import round_id
-from shared.source.events import closed_event, message_event
+from shared.helpdesk.events import closed_event, message_event
 
 from .facts import OPEN, Run, log
 from .helpdesk import close_ticket, message

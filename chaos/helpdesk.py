@@ -14,8 +14,8 @@ from typing import TypeVar
 from sqlmodel import Session, select
 
 from desk.helpdesk import add_message, close
-from shared.source import Message, Ticket
-from shared.source.sql import MessageRow, SqlSource, TicketRow
+from shared.helpdesk import Message, Ticket
+from shared.helpdesk.sql import MessageRow, SqlSource, TicketRow
 
 from .facts import Run, log
 

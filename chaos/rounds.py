@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared import ids
-from shared.source.demo import TICKETS as DEMO_TICKETS
+from shared.helpdesk.demo import TICKETS as DEMO_TICKETS
 
 from .conversations import CUSTOMER, ENDED, REASONS
 from .facts import OPEN, TERMINAL, Run

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from desk.helpdesk import create as create_ticket
-from shared.source.events import ticket_event
+from shared.helpdesk.events import ticket_event
 
 from .conversations import versions
 from .facts import OPEN, Run, log

@@ -237,7 +237,7 @@ def _helpdesk_create(args: argparse.Namespace, url: str) -> int:
 
 
 def _helpdesk_message(args: argparse.Namespace, url: str, stack: tuple[str, str] | None) -> int:
-    from shared.source.events import message_event
+    from shared.helpdesk.events import message_event
 
     from .helpdesk import add_message
 
@@ -254,7 +254,7 @@ def _helpdesk_message(args: argparse.Namespace, url: str, stack: tuple[str, str]
 
 
 def _helpdesk_close(args: argparse.Namespace, url: str, stack: tuple[str, str] | None) -> int:
-    from shared.source.events import closed_event
+    from shared.helpdesk.events import closed_event
 
     from .helpdesk import close
 
@@ -339,8 +339,8 @@ def _send_webhook(args: argparse.Namespace) -> int:
 def _ticket_priority(ticket_id: str) -> str:
     """The ticket's own priority, as the helpdesk has it (`normal`, said so, if it cannot)."""
     from shared.errors import PermanentError, TransientError
+    from shared.helpdesk.configured import open_configured
     from shared.settings import HelpdeskSettings
-    from shared.source.configured import open_configured
 
     settings = HelpdeskSettings()
     if settings.helpdesk_kind == "sql" and not settings.helpdesk_url:

@@ -30,8 +30,8 @@ import httpx
 from services.sender import read_outbox
 from shared import subjects
 from shared.bus import Bus
+from shared.helpdesk.events import message_event
 from shared.history import stored
-from shared.source.events import message_event
 
 from .helpdesk import add_message
 from .inbox import Client, InboxError

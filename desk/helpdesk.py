@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import cast
 
-from shared.source import Message, Ticket
-from shared.source.base import AuthorKind, Priority
-from shared.source.sql import SqlSource
+from shared.helpdesk import Message, Ticket
+from shared.helpdesk.base import AuthorKind, Priority
+from shared.helpdesk.sql import SqlSource
 
 # The demo helpdesk's knowledge base: its team's help articles (refunds, duplicate charges,
 # invoices, 2FA and lockouts, exports, shipping, cancellations), which `desk up` grounds the

@@ -15,8 +15,8 @@ from pydantic import SecretStr
 from services.reconciler import Jobs
 from shared.bus import Bus, without_credentials
 from shared.errors import PermanentError, TransientError
+from shared.helpdesk.configured import open_configured
 from shared.settings import ReconcilerSettings
-from shared.source.configured import open_configured
 
 from .statefile import STATE_FILE
 

@@ -35,9 +35,9 @@ import httpx
 from shared import clock, similarity, subjects
 from shared.bus import Bus, NatsAuth, without_credentials
 from shared.errors import DeskError, TransientError
+from shared.helpdesk.events import ticket_ref
 from shared.history import stored_since
 from shared.settings import DeskSettings, DrafterSettings
-from shared.source.events import ticket_ref
 
 from .evaluation import RETRIEVERS, EvalError, candidate, configured, prompt_of
 from .private import write_private

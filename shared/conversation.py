@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .source.base import Message, Ticket
+from .helpdesk.base import Message, Ticket
 
 RoundKind = Literal["answer", "followup"]
 

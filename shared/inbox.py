@@ -12,7 +12,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .source.base import Customer, Message
+from .helpdesk.base import Customer, Message
 
 SEND_REPLY = "send_reply"
 NOTIFY_SUPERVISOR = "notify_supervisor"

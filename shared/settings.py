@@ -24,9 +24,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from .bus import NatsAuth
 from .chat import Flavour as ChatFormat
+from .helpdesk.base import Priority
 from .inbox import CATEGORIES, QUEUE_PATTERN
 from .retry import RetryPolicy
-from .source.base import Priority
 
 RetrieverName = Literal["bm25", "embeddings"]  # how the drafter finds knowledge passages
 

@@ -1,5 +1,5 @@
 """A small real JSON REST helpdesk (the `http` source system) serving an SqlSource's tickets,
-conversations included (`shared/source/helpdesk.openapi.json` is its contract)."""
+conversations included (`shared/helpdesk/helpdesk.openapi.json` is its contract)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from shared.errors import PermanentError
-from shared.source.sql import SqlSource
+from shared.helpdesk.sql import SqlSource
 
 TOKEN = "Bearer s3cret-token"
 

@@ -8,6 +8,7 @@ from typing import Any
 from shared import ids, subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
+from shared.helpdesk.base import Customer, Message
 from shared.inbox import (
     DRAFT_CONFIG,
     NOTIFY_CONFIG,
@@ -21,7 +22,6 @@ from shared.inbox import (
     Withdrawal,
     item_id,
 )
-from shared.source.base import Customer, Message
 from tests.helpers import messages
 
 # A knowledge-base passage as the drafter cites it (services/drafter/knowledge.py)

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from desk.helpdesk import create as create_ticket
-from shared.source.events import ticket_event
+from shared.helpdesk.events import ticket_event
 
 from .. import conversations
 from ..facts import Run, log

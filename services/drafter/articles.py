@@ -7,7 +7,7 @@ import asyncio
 import logging
 
 from shared.errors import DeskError
-from shared.source.http import HttpSource
+from shared.helpdesk.http import HttpSource
 
 from .knowledge import Knowledge
 

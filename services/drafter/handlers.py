@@ -44,10 +44,10 @@ from shared.bus import Bus
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError, Unavailable
+from shared.helpdesk.base import Ticket
 from shared.inbox import SEND_REPLY, Decision, InboxItem, Overdue, Withdrawal
 from shared.ledger import Ledger
 from shared.results import REPLY_SENT, REPLY_WITHDRAWN
-from shared.source.base import Ticket
 
 from . import memory, metrics, retention, threads
 from .graph import DURABILITY, Deps

@@ -52,7 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared import similarity
 from shared.errors import first_error
-from shared.source.base import Article
+from shared.helpdesk.base import Article
 
 log = logging.getLogger(__name__)
 

@@ -7,10 +7,10 @@ import functools
 import socket
 
 from shared import guidance, outage
+from shared.helpdesk.configured import open_configured
+from shared.helpdesk.http import HttpSource
 from shared.service import Service
 from shared.settings import DrafterSettings
-from shared.source.configured import open_configured
-from shared.source.http import HttpSource
 
 from . import articles
 from .audits import Audits

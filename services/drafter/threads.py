@@ -21,8 +21,8 @@ from typing import Any, Literal
 from shared import mail
 from shared.envelope import Envelope
 from shared.errors import PermanentError
+from shared.helpdesk.events import ticket_ref
 from shared.inbox import QUEUE_PATTERN
-from shared.source.events import ticket_ref
 
 STALE = "ticket.stale"
 MAIL = "email.received"

@@ -19,6 +19,7 @@ from prometheus_client import REGISTRY, Counter, Gauge
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from shared.helpdesk.base import Priority
 from shared.inbox import (
     CATEGORIES,
     DECISION_TYPES,
@@ -27,7 +28,6 @@ from shared.inbox import (
     NOTIFY_CONFIG,
     InterruptConfig,
 )
-from shared.source.base import Priority
 
 if TYPE_CHECKING:
     from .store import Waiting

@@ -27,8 +27,8 @@ from shared.bus import BrokerCode, Bus
 from shared.catalog import matches
 from shared.envelope import Envelope
 from shared.errors import TransientError
+from shared.helpdesk.events import ticket_ref
 from shared.inbox import InboxItem
-from shared.source.events import ticket_ref
 
 DRAFTER = "drafter"  # the router's target whose work becomes drafts
 

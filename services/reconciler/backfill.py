@@ -22,9 +22,9 @@ from prometheus_client import Counter, Gauge, Histogram
 from shared import headers as h
 from shared import ids, subjects, telemetry
 from shared.bus import Bus
+from shared.helpdesk import SourceSystem, Ticket
+from shared.helpdesk.events import ticket_event
 from shared.ledger import Ledger
-from shared.source import SourceSystem, Ticket
-from shared.source.events import ticket_event
 
 from .bookmarks import CURSOR, Bookmarks
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
 from shared.bus import Bus
+from shared.helpdesk import SourceSystem
 from shared.ledger import Ledger
 from shared.settings import ReconcilerSettings
-from shared.source import SourceSystem
 
 from . import report, schedule
 from .backfill import BackfillCounts, backfill

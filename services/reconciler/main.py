@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 
+from shared.helpdesk.configured import open_configured
 from shared.service import Service
 from shared.settings import ReconcilerSettings
-from shared.source.configured import open_configured
 
 from . import schedule
 from .jobs import Jobs

@@ -13,8 +13,8 @@ import logging
 from shared import ids
 from shared.bus import Bus
 from shared.errors import PermanentError, TransientError
+from shared.helpdesk import SourceSystem
 from shared.ledger import Ledger
-from shared.source import SourceSystem
 
 from .backfill import publish_ticket_event
 

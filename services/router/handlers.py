@@ -18,8 +18,8 @@ from shared.bus import Bus
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import PermanentError
+from shared.helpdesk.events import ticket_ref
 from shared.ledger import Ledger
-from shared.source.events import ticket_ref
 
 from .rules import Rules
 

@@ -23,6 +23,8 @@ from shared import clock, conversation, edits, ids, mail, screening
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError, Unavailable
+from shared.helpdesk import SourceSystem
+from shared.helpdesk.base import ReplyRecorder
 from shared.inbox import ActionRequest, Decision, InboxItem, Withdrawal
 from shared.ledger import Ledger
 from shared.logging import redact
@@ -36,8 +38,6 @@ from shared.results import (
     event_id,
 )
 from shared.settings import SenderSettings
-from shared.source import SourceSystem
-from shared.source.base import ReplyRecorder
 
 from . import store
 from .channel import Attempt, WebhookChannel

@@ -6,9 +6,9 @@ from shared import subjects
 from shared.consumer import Delivery
 from shared.db import archiving
 from shared.envelope import Envelope
+from shared.helpdesk.configured import open_configured
 from shared.service import Service
 from shared.settings import SenderSettings
-from shared.source.configured import open_configured
 
 from . import archive, notifications, store
 from .channel import open_channel

@@ -41,15 +41,15 @@ from shared.breaker import CircuitBreaker
 from shared.consumer import Delivery
 from shared.envelope import Envelope
 from shared.errors import BusinessReject, PermanentError, TransientError
+from shared.helpdesk import SourceSystem, Ticket
+from shared.helpdesk.configured import open_configured
+from shared.helpdesk.events import TicketRef, ticket_ref
 from shared.inbox import ESCALATION, NOTIFY_SUPERVISOR, InboxItem, Notice
 from shared.ledger import Ledger
 from shared.logging import redact
 from shared.outbox import Relay
 from shared.results import NOTIFY_FAILED, NOTIFY_SENT, event_id
 from shared.settings import SenderSettings
-from shared.source import SourceSystem, Ticket
-from shared.source.configured import open_configured
-from shared.source.events import TicketRef, ticket_ref
 
 from . import notifications
 from .channel import breaker

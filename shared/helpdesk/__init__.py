@@ -1,7 +1,9 @@
-"""The source system: the helpdesk the drafter loads tickets from and the reconciler lists.
+"""The helpdesk: where tickets live, which the drafter reads, the reconciler lists and the sender
+checks again before a reply leaves.
 
-One small interface (`SourceSystem`) with two adapters: `sql` (a helpdesk database through
-SQLModel; the demo helpdesk) and `http` (a generic JSON REST helpdesk).
+One small interface (`SourceSystem`, the helpdesk as the services read it) with two adapters:
+`sql` (a helpdesk database through SQLModel; the demo helpdesk) and `http` (the JSON REST
+helpdesk contract, `helpdesk.openapi.json`).
 """
 
 from .base import (

@@ -369,7 +369,7 @@ def test_the_dev_overlays_init_script_is_the_derived_one() -> None:
 
 
 def test_the_demo_helpdesk_role_covers_the_demo_helpdesks_tables() -> None:
-    from shared.source import sql
+    from shared.helpdesk import sql
 
     assert {t.name for t in sql.TABLES} == set(dbroles.DEMO_HELPDESK_TABLES)
 

@@ -17,8 +17,8 @@ from desk.natsserver import NatsServer
 from desk.process import free_port
 from shared import subjects
 from shared.bus import Bus
-from shared.source import Ticket
-from shared.source.sql import SqlSource
+from shared.helpdesk import Ticket
+from shared.helpdesk.sql import SqlSource
 from tests.helpers import messages
 from tests.services_running import ROOT, ServiceProcess
 

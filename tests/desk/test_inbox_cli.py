@@ -21,6 +21,7 @@ from desk.process import free_port
 from shared import subjects
 from shared.bus import Bus
 from shared.envelope import Envelope, decode
+from shared.helpdesk.base import Customer, Message
 from shared.inbox import (
     DRAFT_CONFIG,
     NOTIFY_CONFIG,
@@ -32,7 +33,6 @@ from shared.inbox import (
     Trigger,
     item_id,
 )
-from shared.source.base import Customer, Message
 from tests.helpers import eventually, messages
 from tests.inbox_items import REFUND_CITATION, publish_item
 from tests.services_running import ServiceProcess

@@ -21,7 +21,7 @@ from desk import status as desk_status
 from desk.statefile import STATE_FILE
 from shared import conversation, outage, subjects
 from shared.bus import Bus
-from shared.source.demo import TICKETS
+from shared.helpdesk.demo import TICKETS
 from standins.llm import FakeLLM
 from tests.helpers import eventually, messages
 from tests.services.drafter import conftest as drafters

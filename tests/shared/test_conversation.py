@@ -16,8 +16,8 @@ from shared.conversation import (
     round_id,
     waiting_on_customer,
 )
-from shared.source import Customer, Message, Ticket
-from shared.source.base import AuthorKind, TicketStatus
+from shared.helpdesk import Customer, Message, Ticket
+from shared.helpdesk.base import AuthorKind, TicketStatus
 
 START = dt.datetime(2026, 11, 20, 9, 0, tzinfo=dt.UTC)
 TOKEN = re.compile(r"[A-Za-z0-9_\-]{1,64}")

@@ -15,7 +15,7 @@ from sqlalchemy import text
 
 from services.drafter.checkpoints import open_storage
 from shared.db import PrivatePathError, database_url, make_engine, private_dir
-from shared.source.sql import SqlSource
+from shared.helpdesk.sql import SqlSource
 
 
 def mode(path: Path) -> int:

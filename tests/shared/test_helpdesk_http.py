@@ -27,12 +27,12 @@ from starlette.routing import Route
 
 from shared import answers
 from shared.errors import PermanentError, TransientError
+from shared.helpdesk import Customer, Message, Ticket, TicketPage
+from shared.helpdesk.base import Article
+from shared.helpdesk.demo import TICKETS
+from shared.helpdesk.http import CONTRACT, HttpSource
+from shared.helpdesk.sql import SqlSource
 from shared.http import HttpServer
-from shared.source import Customer, Message, Ticket, TicketPage
-from shared.source.base import Article
-from shared.source.demo import TICKETS
-from shared.source.http import CONTRACT, HttpSource
-from shared.source.sql import SqlSource
 from tests.helpdesk_server import ARTICLES, TOKEN, helpdesk_app
 
 ORDERED = sorted(TICKETS, key=lambda t: (t.updated_at, t.id))
@@ -291,7 +291,7 @@ async def test_a_retry_after_http_date_is_honoured(scripted: Scripted) -> None:
     assert caught.value.retry_after is not None and 28 <= caught.value.retry_after <= 30
 
 
-# -- the contract: shared/source/helpdesk.openapi.json ----------------------------------------
+# -- the contract: shared/helpdesk/helpdesk.openapi.json ----------------------------------------
 
 CONTRACT_URI = "urn:desk:helpdesk-contract"
 

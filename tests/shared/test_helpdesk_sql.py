@@ -17,9 +17,9 @@ from sqlmodel import Session, SQLModel
 from services.drafter.checks import escalation_terms
 from shared.conversation import open_round, waiting_on_customer
 from shared.errors import PermanentError, TransientError
-from shared.source import Ticket
-from shared.source.demo import TICKETS
-from shared.source.sql import TABLES, CustomerRow, SqlSource, TicketRow
+from shared.helpdesk import Ticket
+from shared.helpdesk.demo import TICKETS
+from shared.helpdesk.sql import TABLES, CustomerRow, SqlSource, TicketRow
 from tests.postgres import POSTGRES_URL, fresh_schema
 
 CJK = re.compile(r"[\u4e00-\u9fff]")

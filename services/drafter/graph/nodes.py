@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from shared import conversation
+from shared.helpdesk.base import Customer, Ticket
 from shared.inbox import (
     CATEGORIES,
     DRAFT_CONFIG,
@@ -25,7 +26,6 @@ from shared.inbox import (
     Trigger,
     item_id,
 )
-from shared.source.base import Customer, Ticket
 
 from .. import checks, memory, metrics, prompt, writer
 from ..health import ModelFailed

@@ -9,8 +9,8 @@ from typing import Any, TypedDict
 from langchain_core.language_models import BaseChatModel
 
 from shared.guidance import Guidance
+from shared.helpdesk import SourceSystem
 from shared.settings import DrafterSettings
-from shared.source import SourceSystem
 
 from ..health import Health
 from ..knowledge import Knowledge, retriever_of

@@ -13,8 +13,8 @@ from desk.natsserver import NatsServer
 from shared import ids, subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
+from shared.helpdesk.events import ticket_event
 from shared.inbox import InboxItem
-from shared.source.events import ticket_event
 from standins.llm import FakeLLM
 from tests.helpers import messages
 from tests.inbox_items import publish_decision

@@ -128,7 +128,7 @@ async def test_sqlite_threads_saved_by_langgraphs_async_saver_go_on_and_runs_ove
     from desk.helpdesk import ensure_demo
     from services.drafter import DURABILITY, Deps, OfflineDraftModel, Work, build_graph
     from services.drafter.checkpoints import open_storage
-    from shared.source.sql import SqlSource
+    from shared.helpdesk.sql import SqlSource
 
     helpdesk = f"sqlite:///{tmp_path / 'helpdesk.sqlite'}"
     ensure_demo(helpdesk)

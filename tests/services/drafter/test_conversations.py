@@ -13,9 +13,9 @@ from services.drafter.handlers import COMMAND_WRITES
 from shared import ids, subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
+from shared.helpdesk.events import ticket_event
+from shared.helpdesk.sql import SqlSource
 from shared.inbox import InboxItem, Overdue, Withdrawal
-from shared.source.events import ticket_event
-from shared.source.sql import SqlSource
 from standins.llm import FakeLLM
 from tests.helpers import eventually, messages
 

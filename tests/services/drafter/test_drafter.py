@@ -360,7 +360,7 @@ async def test_a_thread_an_older_drafter_saved_between_its_load_and_guard_steps_
     from services.drafter import Deps, OfflineDraftModel, Work
     from services.drafter.graph import nodes, routes
     from services.drafter.graph.state import State
-    from shared.source.sql import SqlSource
+    from shared.helpdesk.sql import SqlSource
 
     async def old_load(state: State, runtime: Any) -> dict[str, Any]:
         loaded = await nodes.load(state, runtime)

@@ -15,7 +15,7 @@ from desk.helpdesk import DEMO_KNOWLEDGE
 from services.drafter import prompt
 from services.drafter.knowledge import Knowledge, retriever_of
 from shared.conversation import open_round
-from shared.source.demo import TICKETS
+from shared.helpdesk.demo import TICKETS
 
 
 def demo_round(ticket_id: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -18,8 +18,8 @@ from desk.helpdesk import DEMO_KNOWLEDGE
 from services.drafter import offline, prompt
 from services.drafter.knowledge import Knowledge, KnowledgeError, parse
 from shared.bus import Bus
+from shared.helpdesk.sql import SqlSource
 from shared.http import HttpServer
-from shared.source.sql import SqlSource
 from standins.llm import FakeLLM, default_responder
 from tests.helpdesk_server import TOKEN, helpdesk_app
 from tests.helpers import eventually

@@ -21,8 +21,8 @@ from shared import guidance, ids, subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
 from shared.guidance import Guidance, Instruction
+from shared.helpdesk.sql import SqlSource
 from shared.inbox import Audited, InboxItem
-from shared.source.sql import SqlSource
 from standins.llm import FakeLLM, default_responder
 from standins.obedient import obedient_responder, read_prompt
 from tests.helpers import eventually

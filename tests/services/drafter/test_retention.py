@@ -17,7 +17,7 @@ import pytest
 from services.drafter.retention import checkpoint_id_at
 from shared import subjects
 from shared.bus import Bus
-from shared.source.sql import SqlSource
+from shared.helpdesk.sql import SqlSource
 from tests.helpers import eventually
 from tests.postgres import POSTGRES_URL, fresh_schema, url_in
 

@@ -12,7 +12,7 @@ from services.drafter.offline import compose
 from services.drafter.threads import work_for
 from shared.envelope import Envelope
 from shared.errors import PermanentError
-from shared.source.events import ticket_event
+from shared.helpdesk.events import ticket_event
 
 
 @pytest.mark.parametrize(

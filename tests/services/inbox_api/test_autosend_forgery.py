@@ -26,10 +26,10 @@ from shared import headers as h
 from shared.bus import Bus
 from shared.db import database_url, make_engine
 from shared.envelope import Envelope
+from shared.helpdesk.base import Ticket
+from shared.helpdesk.events import ticket_event
+from shared.helpdesk.sql import SqlSource
 from shared.inbox import CATEGORIES, Trigger
-from shared.source.base import Ticket
-from shared.source.events import ticket_event
-from shared.source.sql import SqlSource
 from tests.helpers import eventually, messages, settled
 from tests.inbox_items import draft_item, publish_item
 from tests.postgres import fresh_schema, url_in

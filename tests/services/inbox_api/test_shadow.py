@@ -17,8 +17,8 @@ from pathlib import Path
 
 from shared import ids, subjects
 from shared.bus import Bus
+from shared.helpdesk.events import ticket_event
 from shared.permissions import service_permissions
-from shared.source.events import ticket_event
 from standins.llm import FakeLLM, default_responder
 from tests.inbox_items import conversation, draft_item
 

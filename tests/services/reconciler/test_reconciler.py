@@ -21,11 +21,11 @@ from services.reconciler.stale import stale_scan
 from shared import ids, subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
+from shared.helpdesk.events import ticket_event
+from shared.helpdesk.sql import SqlSource
 from shared.http import HttpServer
 from shared.inbox import InboxItem
 from shared.ledger import Ledger
-from shared.source.events import ticket_event
-from shared.source.sql import SqlSource
 from tests.helpdesk_server import TOKEN, helpdesk_app
 from tests.helpers import eventually, messages
 from tests.services_running import ROOT, ServiceProcess

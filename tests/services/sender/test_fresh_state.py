@@ -9,8 +9,8 @@ import datetime as dt
 from shared import subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
+from shared.helpdesk.sql import SqlSource
 from shared.inbox import Message, Withdrawal
-from shared.source.sql import SqlSource
 from standins.channel import FakeChannel
 from tests.helpers import eventually, settled
 from tests.inbox_items import draft_item, publish_decision, publish_item

@@ -23,8 +23,8 @@ from shared.breaker import BreakerSettings, CircuitBreaker
 from shared.bus import Bus
 from shared.db import database_url, make_engine
 from shared.envelope import Envelope
+from shared.helpdesk.events import ticket_event, ticket_ref
 from shared.inbox import Notice
-from shared.source.events import ticket_event, ticket_ref
 from standins.channel import FakeChannel
 from tests.helpers import eventually
 

@@ -12,9 +12,9 @@ import datetime as dt
 import json
 
 from shared.bus import Bus
+from shared.helpdesk.base import Customer, Message
 from shared.inbox import InboxItem
 from shared.results import REPLY_FAILED, REPLY_SENT
-from shared.source.base import Customer, Message
 from standins.channel import FakeChannel
 from tests.helpers import eventually
 from tests.inbox_items import draft_item, publish_decision, publish_item

@@ -13,9 +13,9 @@ import pytest
 from shared import subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
+from shared.helpdesk.sql import SqlSource
 from shared.inbox import AUTO_SEND
 from shared.signatures import standard_verify
-from shared.source.sql import SqlSource
 from standins.channel import FakeChannel
 from tests.helpers import eventually, settled
 from tests.inbox_items import draft_item, notify_item, publish_decision, publish_item
