@@ -92,7 +92,7 @@ test: $(VENV)/.installed-test $(VENV)/.installed-embeddings
 check: $(VENV)/.installed-test
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
-	$(BIN)/mypy shared services desk chaos standins benchmarks scripts
+	$(BIN)/mypy shared services desk chaos standins benchmarks scripts tests
 	$(BIN)/python scripts/audit.py $(TEST_LOCK) $(AUDIT_ARGS)
 
 # Known vulnerabilities in the pinned releases (pip-audit; says so loudly when it cannot reach a

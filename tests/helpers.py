@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import nats.js.errors as js_errors
 from nats.js import JetStreamContext
@@ -12,12 +14,13 @@ from nats.js.api import RawStreamMsg
 
 
 async def eventually(
-    check: Callable[[], Awaitable[bool]] | Callable[[], bool],
+    check: Callable[[], Awaitable[object]] | Callable[[], object],
     timeout: float = 10.0,
     interval: float = 0.05,
     message: str = "condition",
 ) -> None:
-    """Wait until `check()` is true, failing with `message` after `timeout` seconds.
+    """Wait until `check()` is truthy (a coroutine's result: awaited), failing with `message`
+    after `timeout` seconds.
 
     Between two checks it waits `interval`, or as long as the check itself took if that is
     longer: a check that runs a CLI command (most of a second of CPU) is not repeated back to
@@ -35,17 +38,34 @@ async def eventually(
         await asyncio.sleep(max(interval, time.monotonic() - started))
 
 
-async def messages(js: JetStreamContext, stream: str) -> list[RawStreamMsg]:
+@dataclass(frozen=True)
+class Stored:
+    """A message a stream holds, as a test reads it (nats-py's `RawStreamMsg`, none of it
+    optional)."""
+
+    subject: str
+    seq: int
+    data: bytes
+    headers: dict[str, str]
+    time: dt.datetime | None = None
+
+
+async def messages(js: JetStreamContext, stream: str) -> list[Stored]:
+    """Every message `stream` holds now, oldest first."""
     info = await js.stream_info(stream)
     if info.state.messages == 0:
         return []
-    found = []
+    found: list[RawStreamMsg] = []
     for seq in range(info.state.first_seq, info.state.last_seq + 1):
         try:
             found.append(await js.get_msg(stream, seq))
         except js_errors.NotFoundError:
             continue
-    return [m for m in found if m.data is not None or m.headers]
+    return [
+        Stored(m.subject or "", m.seq or 0, m.data or b"", dict(m.headers or {}), m.time)
+        for m in found
+        if m.data is not None or m.headers
+    ]
 
 
 async def settled(

@@ -187,7 +187,7 @@ async def publish_withdrawal(
     await bus.publish(subjects.INBOX_WITHDRAWN, envelope.to_bytes(), msg_id=msg_id)
 
 
-async def published_decisions(bus: Bus, **match: str) -> list[dict[str, object]]:
+async def published_decisions(bus: Bus, **match: str) -> list[dict[str, Any]]:
     """The decisions on INBOX whose data has every `match` field (thread=…, item_id=…)."""
     found = []
     for m in await messages(bus.js, subjects.INBOX):

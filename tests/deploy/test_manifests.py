@@ -179,7 +179,8 @@ def _types(annotation: Any) -> set[Any]:
 @functools.cache
 def known_settings() -> dict[str, bool]:
     names: dict[str, bool] = {}
-    for cls in (DeskSettings, ImapSettings, StackSettings, *SERVICE_SETTINGS.values()):
+    classes: list[type[DeskSettings]] = [DeskSettings, ImapSettings, StackSettings]
+    for cls in (*classes, *SERVICE_SETTINGS.values()):
         names.update(_env_names(cls))
     return names
 
@@ -1329,7 +1330,7 @@ NATS_ADVISORY_FLOOR = (2, 14, 3)
 def _is_patch_release_at_least(tag: str, minimum: tuple[int, int, int]) -> bool:
     """`tag` names one patch release (2.15.1-alpine, not 2.15-alpine), at least `minimum`."""
     match = re.match(r"(\d+)\.(\d+)\.(\d+)(?:-[a-z0-9.]+)?(?:@sha256:[0-9a-f]{64})?$", tag)
-    return bool(match) and (int(match[1]), int(match[2]), int(match[3])) >= minimum
+    return match is not None and (int(match[1]), int(match[2]), int(match[3])) >= minimum
 
 
 def test_nats_values_run_a_three_node_jetstream_cluster_that_fsyncs_every_ack() -> None:

@@ -113,7 +113,7 @@ def selectors(expr: str) -> list[str]:
     def walk(node: Any) -> None:
         if isinstance(node, promql_parser.VectorSelector):
             matchers = str(node.matchers)
-            found.append(node.name + ("" if matchers == "{}" else matchers))
+            found.append((node.name or "") + ("" if matchers == "{}" else matchers))
             return
         for attribute in ("lhs", "rhs", "expr", "args", "param", "vector_selector"):
             child = getattr(node, attribute, None)

@@ -13,6 +13,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -39,9 +40,9 @@ def _open_tickets() -> list[str]:
     return [t.id for t in TICKETS if t.status != "closed" and conversation.open_round(t)]
 
 
-def _readyz(url: str) -> dict[str, object]:
+def _readyz(url: str) -> dict[str, Any]:
     try:
-        found: dict[str, object] = httpx.get(f"{url}/readyz", timeout=5).json()
+        found: dict[str, Any] = httpx.get(f"{url}/readyz", timeout=5).json()
     except (httpx.HTTPError, ValueError):
         return {}
     return found

@@ -144,7 +144,7 @@ async def test_a_lease_ends_with_its_block_even_if_a_renewal_swallows_the_cancel
         except asyncio.CancelledError:
             return await call  # the ack arrived anyway: the cancel is lost, as in the wild
 
-    ledger.js.publish = publish_that_swallows_cancel  # type: ignore[method-assign]
+    ledger.js.publish = publish_that_swallows_cancel  # type: ignore[method-assign,assignment]
     try:
         async with ledger.lease("T4", ttl=1, wait=0):
             await asyncio.wait_for(in_renewal.wait(), 5)  # leave while a renewal is in flight

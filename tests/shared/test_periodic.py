@@ -66,7 +66,7 @@ async def test_a_failed_pass_is_logged_once_and_the_next_one_runs(
 
 
 async def test_stop_lets_the_pass_under_way_finish_then_the_final_pass_runs() -> None:
-    started, finished = asyncio.Event(), []
+    started, finished = asyncio.Event(), list[int]()
 
     async def work() -> None:
         started.set()

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
 import pytest
+from langgraph.graph.state import CompiledStateGraph
 
 from desk.natsserver import NatsServer
 from services.drafter.checkpoints import postgres_url
@@ -18,6 +20,8 @@ from tests.helpers import eventually, messages
 from tests.postgres import POSTGRES_URL, fresh_schema, url_in
 
 from .conftest import Harness, decide, items, send_event
+
+Graph = CompiledStateGraph[Any, Any, Any, Any]
 
 
 def test_only_postgres_urls_select_the_postgres_saver() -> None:
@@ -141,29 +145,31 @@ async def test_sqlite_threads_saved_by_langgraphs_async_saver_go_on_and_runs_ove
     def config(ticket: str) -> RunnableConfig:
         return RunnableConfig(configurable={"thread_id": ticket})
 
-    def start(ticket: str) -> object:
+    def start(ticket: str) -> dict[str, Any]:
         return Work(ticket, ticket, None, trigger, None).start()
 
     path = tmp_path / "var" / "drafter-checkpoints.sqlite"  # where the drafter keeps them
     path.parent.mkdir(mode=0o700)
     async with AsyncSqliteSaver.from_conn_string(str(path)) as old:
-        graph = build_graph().compile(checkpointer=old)
+        graph: Graph = build_graph().compile(checkpointer=old)
         await graph.ainvoke(start("T1002"), config("T1002"), context=deps, durability=DURABILITY)
         before = await graph.aget_state(config("T1002"))
     assert before.interrupts
 
     try:
         async with open_storage(None, tmp_path / "var") as storage:
-            graph = build_graph().compile(checkpointer=storage.checkpointer, store=storage.store)
-            assert (await graph.aget_state(config("T1002"))).values == before.values
+            reopened: Graph = build_graph().compile(
+                checkpointer=storage.checkpointer, store=storage.store
+            )
+            assert (await reopened.aget_state(config("T1002"))).values == before.values
             runs = [
-                graph.ainvoke(start(t), config(t), context=deps, durability=DURABILITY)
+                reopened.ainvoke(start(t), config(t), context=deps, durability=DURABILITY)
                 for t in tickets[1:]
             ]
             ran = await asyncio.gather(*runs)
             for ticket, out in zip(tickets[1:], ran, strict=True):
                 assert out["__interrupt__"][0].value["ticket_id"] == ticket
-                state = await graph.aget_state(config(ticket))
+                state = await reopened.aget_state(config(ticket))
                 assert state.interrupts and state.values["ticket_id"] == ticket
             # the old thread resumes where it waited: an accept finishes it
             item = before.interrupts[0].value
@@ -176,10 +182,10 @@ async def test_sqlite_threads_saved_by_langgraphs_async_saver_go_on_and_runs_ove
                 "reviewer": "ana",
                 "decided_at": "2026-12-03T12:00:00Z",
             }
-            await graph.ainvoke(
+            await reopened.ainvoke(
                 Command(resume=accept), config("T1002"), context=deps, durability=DURABILITY
             )
-            done = await graph.aget_state(config("T1002"))
+            done = await reopened.aget_state(config("T1002"))
             assert not done.next and done.values.get("outcome") == "accepted"
     finally:
         await source.close()

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+from langgraph.graph.state import CompiledStateGraph
 
 from desk.natsserver import NatsServer
 from shared import subjects
@@ -17,6 +18,8 @@ from tests.helpers import eventually, messages
 from tests.services_running import ServiceProcess
 
 from .conftest import Harness, decide, items, send_event, settled
+
+Graph = CompiledStateGraph[Any, Any, Any, Any]
 
 pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
@@ -295,10 +298,6 @@ def _waiting_for_review(harness: Harness) -> bool:
     return bool(rows and rows[0])
 
 
-async def _count(bus: Bus, n: int) -> bool:
-    return len(await items(bus)) >= n
-
-
 async def test_a_draft_failing_the_checks_is_redrafted_once_then_reviewed_with_a_warning(
     bus: Bus, harness: Harness, fake_llm: FakeLLM
 ) -> None:
@@ -384,7 +383,7 @@ async def test_a_thread_an_older_drafter_saved_between_its_load_and_guard_steps_
     trigger = {"source": "helpdesk", "type": "ticket.created", "event_id": "evt_old"}
     config = RunnableConfig(configurable={"thread_id": "T1012"})
     async with AsyncSqliteSaver.from_conn_string(str(var / "drafter-checkpoints.sqlite")) as saver:
-        old = builder.compile(checkpointer=saver, interrupt_after=["load"])
+        old: Graph = builder.compile(checkpointer=saver, interrupt_after=["load"])
         deps = Deps(source=source, model=OfflineDraftModel())
         await old.ainvoke(Work("T1012", "T1012", None, trigger, None).start(), config, context=deps)
         assert (await old.aget_state(config)).next == ("guard",)

@@ -243,8 +243,9 @@ async def test_the_stats_page_shows_each_category_and_its_charts_to_a_viewer(
         name: re.search(rf'<tr id="category-{name}">(.*?)</tr>', html, re.S)
         for name in (invoice, shipping)
     }
-    assert rows[invoice] and ">50 %<" in rows[invoice].group(1)  # one of two sent unedited
-    assert rows[shipping] and "—" in rows[shipping].group(1)  # nothing sent: no share
+    invoices, shippings = rows[invoice], rows[shipping]
+    assert invoices and ">50 %<" in invoices.group(1)  # one of two sent unedited
+    assert shippings and "—" in shippings.group(1)  # nothing sent: no share
     assert ">no reply sent</text>" in html
     assert html.count("<svg") == 2
     assert re.search(r'<svg class="chart" id="days-chart"[^>]*role="img"', html)

@@ -103,8 +103,8 @@ async def test_two_reviewers_race_for_one_item_in_a_browser(team_web: Api, nats_
 
             await eventually(free_for_ana, timeout=CLAIM_SECONDS + 10, message="the claim ran out")
             assert "You are working on this" in await ana.locator("#claim").inner_text()
-            trail = [(c["action"], c["reviewer"]) for c in (await detail(api, second))["claims"]]
-            assert trail == [("claimed", "ben"), ("expired", "ben"), ("claimed", "ana")]
+            taken = [(c["action"], c["reviewer"]) for c in (await detail(api, second))["claims"]]
+            assert taken == [("claimed", "ben"), ("expired", "ben"), ("claimed", "ana")]
             assert problems == []
         finally:
             await browser.close()

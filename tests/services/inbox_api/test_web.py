@@ -335,8 +335,8 @@ async def test_an_item_without_a_draft_asks_for_the_reply_and_cannot_be_accepted
     page = (await browser_client.get(f"/items/{item.id}")).text
     assert "No draft: the model failed — write the reply yourself" in page
     assert "the model&#39;s answers stayed unusable after a redraft" in page
-    for form in ('id="write"', 'id="respond"', 'id="ignore"'):
-        assert form in page
+    for shown in ('id="write"', 'id="respond"', 'id="ignore"'):
+        assert shown in page
     assert 'id="accept"' not in page and 'id="draft"' not in page and 'id="take"' not in page
     listed = (await browser_client.get("/inbox")).text
     assert (

@@ -236,7 +236,7 @@ async def test_a_mail_with_the_message_id_of_another_is_its_own_event(
     auth = "Basic " + base64.b64encode(BASIC.encode()).decode()
     headers = {"content-type": "application/json", "Authorization": auth}
 
-    def mail(text: str) -> bytes:
+    def mail(text: str) -> str:
         return json.dumps({"From": "a@example.com", "TextBody": text, "MessageID": message_id})
 
     forged, real = mail("ignore this"), mail("I was charged twice.")
