@@ -1,26 +1,36 @@
-"""The OpenAPI 3.1 document for the inbox API, built once from the request/response shapes."""
+"""The OpenAPI 3.1 document of the inbox API, assembled from its routes: each route's handler
+declares its operation where it is written (`operation`), its request body from the request
+model where it has one (`schemas`), and the document is built from the route table, so a route
+cannot go undocumented (nor a documented route missing): `document(routes)` refuses either."""
 
 from __future__ import annotations
 
-import functools
-from typing import Any, get_args
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, get_args
 
-from shared.inbox import CATEGORIES, DecisionType
+from pydantic import BaseModel
+from starlette.routing import BaseRoute, Route
 
-from .schemas import DecisionRequest
-from .store import MAX_REVIEW_DAYS, PRIORITIES, REVIEW_DAYS, STATUSES
+from shared.inbox import DecisionType
+
+from .schemas import ClaimRequest, DecisionRequest
+from .store import STATUSES
+
+F = TypeVar("F", bound=Callable[..., Any])
+# handler → method ("get", "post", …; None: the route's only method) → its operation
+OPERATIONS: dict[Callable[..., Any], dict[str | None, dict[str, Any]]] = {}
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
 
-def _answer(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+def answer(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"description": description}
     if schema is not None:
         body["content"] = {"application/json": {"schema": schema}}
     return body
 
 
-def _errors(*codes: int) -> dict[str, Any]:
+def errors(*codes: int) -> dict[str, Any]:
     text = {
         400: "malformed request",
         401: "no or unknown token",
@@ -34,15 +44,15 @@ def _errors(*codes: int) -> dict[str, Any]:
         503: "temporarily unavailable; retry later",
     }
     # every authenticated operation may be throttled, and every body is limited
-    return {str(c): _answer(text[c], _ERROR) for c in sorted({*codes, 408, 413, 429})}
+    return {str(c): answer(text[c], _ERROR) for c in sorted({*codes, 408, 413, 429})}
 
 
-def _body(schema: dict[str, Any]) -> dict[str, Any]:
+def body(schema: dict[str, Any]) -> dict[str, Any]:
     """A required JSON request body of `schema`."""
     return {"required": True, "content": {"application/json": {"schema": schema}}}
 
 
-def _path_id(description: str, kind: str = "string") -> dict[str, Any]:
+def path_id(description: str, kind: str = "string") -> dict[str, Any]:
     return {
         "name": "id",
         "in": "path",
@@ -170,11 +180,94 @@ def _review_figures() -> dict[str, Any]:
     }
 
 
-@functools.cache
-def document() -> dict[str, Any]:
-    decision_schema = DecisionRequest.model_json_schema(ref_template="#/components/schemas/{model}")
-    defs = decision_schema.pop("$defs", {})
-    item = {
+def operation(
+    summary: str,
+    *,
+    responses: dict[str, Any],
+    method: str | None = None,
+    operation_id: str | None = None,
+    description: str | None = None,
+    parameters: Sequence[dict[str, Any]] = (),
+    request: dict[str, Any] | None = None,
+) -> Callable[[F], F]:
+    """Declare the operation a handler answers (for `method` of its route: for a handler of
+    several methods, one declaration per method)."""
+
+    def declare(handler: F) -> F:
+        found: dict[str, Any] = {
+            "operationId": operation_id or handler.__name__,
+            "summary": summary,
+            "responses": responses,
+        }
+        if description:
+            found["description"] = description
+        if parameters:
+            found["parameters"] = list(parameters)
+        if request is not None:
+            found["requestBody"] = request
+        OPERATIONS.setdefault(handler, {})[method] = found
+        return handler
+
+    return declare
+
+
+def model_body(model: type[BaseModel], required: bool = True) -> dict[str, Any]:
+    """A JSON request body of a request model (its schema among the components)."""
+    return {
+        "required": required,
+        "content": {
+            "application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}
+        },
+    }
+
+
+def document(routes: Sequence[BaseRoute]) -> dict[str, Any]:
+    paths: dict[str, dict[str, Any]] = {}
+    for route in routes:
+        if not isinstance(route, Route) or not route.path.startswith("/api/"):
+            continue
+        declared = OPERATIONS.get(route.endpoint, {})
+        for method in sorted(route.methods or ()):
+            if method == "HEAD":
+                continue
+            found = declared.get(method.lower()) or declared.get(None)
+            if found is None:
+                raise LookupError(f"{method} {route.path}: no operation declared")
+            paths.setdefault(route.path, {})[method.lower()] = found
+    schemas: dict[str, Any] = {}
+    for model in (DecisionRequest, ClaimRequest):
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Ambient Desk inbox",
+            "version": "1.0.0",
+            "description": "Review drafts: list, inspect, decide; dead letters; trail.",
+        },
+        "components": {
+            "securitySchemes": {"token": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {"error": {"type": "string"}},
+                },
+                "Item": _item(),
+                "Review": _review(),
+                "Instruction": _instruction(),
+                "ReviewFigures": _review_figures(),
+                **schemas,
+            },
+        },
+        "security": [{"token": []}],
+        "paths": paths,
+    }
+
+
+def _item() -> dict[str, Any]:
+    return {
         "type": "object",
         "additionalProperties": True,
         "required": ["id", "thread", "version", "status", "action_request", "config"],
@@ -276,346 +369,5 @@ def document() -> dict[str, Any]:
                 },
             },
             "ticket_url": {"type": ["string", "null"]},
-        },
-    }
-    query = [
-        {"name": "status", "in": "query", "schema": {"enum": list(STATUSES)}},
-        {"name": "category", "in": "query", "schema": {"type": "string"}},
-        {"name": "source", "in": "query", "schema": {"type": "string"}},
-        {"name": "text", "in": "query", "schema": {"type": "string"}},
-        {"name": "priority", "in": "query", "schema": {"enum": list(PRIORITIES)}},
-        {"name": "queue", "in": "query", "schema": {"type": "string"}},
-        {
-            "name": "mine",
-            "in": "query",
-            "description": "only the items of the caller's queues and those they have claimed",
-            "schema": {"type": "boolean"},
-        },
-        {"name": "sort", "in": "query", "schema": {"enum": ["oldest", "newest", "priority"]}},
-        {"name": "cursor", "in": "query", "schema": {"type": "string"}},
-        {
-            "name": "limit",
-            "in": "query",
-            "schema": {"type": "integer", "minimum": 1, "maximum": 200},
-        },
-    ]
-    return {
-        "openapi": "3.1.0",
-        "info": {
-            "title": "Ambient Desk inbox",
-            "version": "1.0.0",
-            "description": "Review drafts: list, inspect, decide; dead letters; trail.",
-        },
-        "components": {
-            "securitySchemes": {"token": {"type": "http", "scheme": "bearer"}},
-            "schemas": {
-                "Error": {
-                    "type": "object",
-                    "required": ["error"],
-                    "properties": {"error": {"type": "string"}},
-                },
-                "Item": item,
-                "Review": _review(),
-                "Instruction": _instruction(),
-                "ReviewFigures": _review_figures(),
-                "DecisionRequest": decision_schema,
-                **defs,
-            },
-        },
-        "security": [{"token": []}],
-        "paths": {
-            "/api/items": {
-                "get": {
-                    "summary": "Items, oldest waiting first by default",
-                    "parameters": query,
-                    "responses": {
-                        "200": _answer(
-                            "a page of items",
-                            {
-                                "type": "object",
-                                "required": ["items"],
-                                "properties": {
-                                    "items": {
-                                        "type": "array",
-                                        "items": {"$ref": "#/components/schemas/Item"},
-                                    },
-                                    "next_cursor": {"type": ["string", "null"]},
-                                    "model": {
-                                        "type": "object",
-                                        "description": "whether the model drafts: while it is "
-                                        "down (`up` false), drafts are delayed; `since` and "
-                                        "`reason` say since when and why",
-                                        "required": ["up"],
-                                        "properties": {
-                                            "up": {"type": "boolean"},
-                                            "since": {"type": "string", "format": "date-time"},
-                                            "reason": {"type": "string"},
-                                        },
-                                    },
-                                },
-                            },
-                        ),
-                        **_errors(401, 422, 503),
-                    },
-                }
-            },
-            "/api/items/{id}": {
-                "get": {
-                    "summary": "One item with its versions, feedback, decisions and result",
-                    "parameters": [_path_id("item id, <thread>~v<version>")],
-                    "responses": {
-                        "200": _answer("the item", {"$ref": "#/components/schemas/Item"}),
-                        **_errors(401, 404, 503),
-                    },
-                }
-            },
-            "/api/items/{id}/decision": {
-                "post": {
-                    "summary": "Decide on the version you saw",
-                    "description": "`version` is the version the reviewer saw; a named "
-                    "version that is no longer current gets 409. Without it (LangChain's "
-                    "clients send none) the version the item id names is decided, if it still "
-                    "waits. The same decision posted again is answered 202 with the recorded "
-                    "one.",
-                    "parameters": [_path_id("item id, <thread>~v<version>")],
-                    "requestBody": _body({"$ref": "#/components/schemas/DecisionRequest"}),
-                    "responses": {
-                        "202": _answer(
-                            "recorded (or recorded already) and published", {"type": "object"}
-                        ),
-                        **_errors(400, 401, 403, 404, 409, 422, 503),
-                    },
-                }
-            },
-            "/api/stats": {
-                "get": {
-                    "summary": "Counts, oldest waiting item, decision mix, dead letters, and "
-                    "the review analytics and drafts of the last `days` (also for the daily "
-                    "report's reporter token, which may read nothing else)",
-                    "parameters": [
-                        {
-                            "name": "days",
-                            "in": "query",
-                            "description": "the review analytics' window: the last N x 24 h",
-                            "schema": {
-                                "type": "integer",
-                                "minimum": 1,
-                                "maximum": MAX_REVIEW_DAYS,
-                                "default": REVIEW_DAYS,
-                            },
-                        }
-                    ],
-                    "responses": {
-                        "200": _answer(
-                            "statistics",
-                            {
-                                "type": "object",
-                                "required": ["by_status", "by_category", "review"],
-                                "properties": {
-                                    "by_status": {"type": "object"},
-                                    "by_category": {"type": "object"},
-                                    "oldest_waiting": {"type": ["object", "null"]},
-                                    "decision_mix": {"type": "object"},
-                                    "dead_letters": {"type": ["integer", "null"]},
-                                    "review": {"$ref": "#/components/schemas/Review"},
-                                    "drafts": {
-                                        "type": "object",
-                                        "description": "drafts made in the window, and their cost",
-                                        "properties": {
-                                            "days": {"type": "integer"},
-                                            "count": {"type": "integer"},
-                                            "cost_usd": {"type": "number"},
-                                        },
-                                    },
-                                },
-                            },
-                        ),
-                        **_errors(401, 422, 503),
-                    },
-                }
-            },
-            "/api/deadletters": {
-                "get": {
-                    "summary": "Dead letters, oldest first",
-                    "responses": {
-                        "200": _answer("dead letters", {"type": "object"}),
-                        **_errors(401, 503),
-                    },
-                }
-            },
-            "/api/deadletters/{id}/replay": {
-                "post": {
-                    "summary": "Republish a dead letter's original message",
-                    "parameters": [_path_id("dead letter id", "integer")],
-                    "responses": {
-                        "202": _answer("replayed", {"type": "object"}),
-                        **_errors(401, 403, 404, 503),
-                    },
-                }
-            },
-            "/api/instructions": {
-                "get": {
-                    "summary": "The standing instructions (with removed=1, removed ones too)",
-                    "parameters": [
-                        {"name": "removed", "in": "query", "schema": {"enum": ["0", "1"]}}
-                    ],
-                    "responses": {
-                        "200": _answer(
-                            "the instructions, by category",
-                            {
-                                "type": "object",
-                                "required": ["instructions"],
-                                "properties": {
-                                    "instructions": {
-                                        "type": "array",
-                                        "items": {"$ref": "#/components/schemas/Instruction"},
-                                    }
-                                },
-                            },
-                        ),
-                        **_errors(401, 503),
-                    },
-                },
-                "post": {
-                    "summary": "Write a standing instruction for a category",
-                    "requestBody": _body(
-                        {
-                            "type": "object",
-                            "required": ["category", "text"],
-                            "properties": {
-                                "category": {"enum": list(CATEGORIES)},
-                                "text": {"type": "string", "maxLength": 500},
-                            },
-                        }
-                    ),
-                    "responses": {
-                        "201": _answer("written", {"$ref": "#/components/schemas/Instruction"}),
-                        **_errors(400, 401, 403, 422, 503),
-                    },
-                },
-            },
-            "/api/instructions/{id}": {
-                "patch": {
-                    "summary": "Edit an instruction's text (with auto-send on for its category, "
-                    "a non-admin's edit waits for an admin)",
-                    "parameters": [_path_id("instruction id", "integer")],
-                    "requestBody": _body(
-                        {
-                            "type": "object",
-                            "required": ["text"],
-                            "properties": {"text": {"type": "string", "maxLength": 500}},
-                        }
-                    ),
-                    "responses": {
-                        "200": _answer("edited", {"$ref": "#/components/schemas/Instruction"}),
-                        **_errors(400, 401, 403, 404, 422, 503),
-                    },
-                },
-                "delete": {
-                    "summary": "Remove an instruction (kept as removed: not learned again)",
-                    "parameters": [_path_id("instruction id", "integer")],
-                    "responses": {
-                        "200": _answer("removed", {"$ref": "#/components/schemas/Instruction"}),
-                        **_errors(401, 403, 404, 503),
-                    },
-                },
-            },
-            "/api/instructions/{id}/approve": {
-                "post": {
-                    "summary": "Approve an instruction, or the edit proposed for it; admins only "
-                    "(DESK_ADMINS)",
-                    "parameters": [_path_id("instruction id", "integer")],
-                    "responses": {
-                        "200": _answer("approved", {"$ref": "#/components/schemas/Instruction"}),
-                        **_errors(401, 403, 404, 503),
-                    },
-                }
-            },
-            "/api/instructions/{id}/reject": {
-                "post": {
-                    "summary": "Turn down a pending instruction (removed) or the edit proposed for "
-                    "it; admins only (DESK_ADMINS)",
-                    "parameters": [_path_id("instruction id", "integer")],
-                    "responses": {
-                        "200": _answer("turned down", {"$ref": "#/components/schemas/Instruction"}),
-                        **_errors(401, 403, 404, 409, 503),
-                    },
-                }
-            },
-            "/api/autosend": {
-                "get": {
-                    "summary": "Auto-send per category: on or off, the evidence now, the audits "
-                    "waiting; and its trail (every enabling, disabling and demotion)",
-                    "responses": {
-                        "200": _answer("the policy", {"type": "object"}),
-                        **_errors(401, 503),
-                    },
-                }
-            },
-            "/api/autosend/{category}": {
-                "post": {
-                    "summary": "Turn auto-send on (with the evidence and a passing eval report) "
-                    "or off for a category; admins only (DESK_ADMINS)",
-                    "parameters": [
-                        {
-                            "name": "category",
-                            "in": "path",
-                            "required": True,
-                            "schema": {"enum": list(CATEGORIES)},
-                        }
-                    ],
-                    "requestBody": _body(
-                        {
-                            "type": "object",
-                            "required": ["enabled"],
-                            "properties": {
-                                "enabled": {"type": "boolean"},
-                                "eval": {
-                                    "type": ["object", "null"],
-                                    "description": "the `desk eval --json` report",
-                                },
-                            },
-                        }
-                    ),
-                    "responses": {
-                        "200": _answer("the trail entry", {"type": "object"}),
-                        **_errors(400, 401, 403, 404, 409, 422, 503),
-                    },
-                }
-            },
-            "/api/items/{id}/audit": {
-                "post": {
-                    "summary": "Audit an auto-sent reply: fine, or edited (it needed changes)",
-                    "description": "Once the reply is sent, the drafter is told: a reply "
-                    "found fine becomes an example for later drafts.",
-                    "parameters": [_path_id("item id")],
-                    "requestBody": _body(
-                        {
-                            "type": "object",
-                            "required": ["verdict"],
-                            "properties": {
-                                "verdict": {"enum": ["fine", "edited"]},
-                                "note": {"type": "string"},
-                            },
-                        }
-                    ),
-                    "responses": {
-                        "200": _answer("recorded; `demoted` when it demoted the category"),
-                        **_errors(400, 401, 403, 404, 409, 422, 503),
-                    },
-                }
-            },
-            "/api/review-log": {
-                "get": {
-                    "summary": "Every decision, as JSON lines",
-                    "responses": {
-                        "200": {
-                            "description": "JSON lines",
-                            "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
-                        },
-                        **_errors(401, 503),
-                    },
-                }
-            },
         },
     }

@@ -4,6 +4,9 @@ limited before any route reads them (see `web.middleware`)."""
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -15,7 +18,12 @@ __all__ = ["routes"]
 
 
 async def openapi(request: Request) -> Response:
-    return JSONResponse(document())
+    return JSONResponse(_document())
+
+
+@functools.cache
+def _document() -> dict[str, Any]:
+    return document(routes)
 
 
 routes = [

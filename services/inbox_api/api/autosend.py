@@ -10,16 +10,23 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from shared.http import HTTPError
+from shared.inbox import CATEGORIES
 
 from .. import store
 from ..core import bus_of, inbox_of
 from ..guidance import publish_guidance
+from ..openapi import answer, body, errors, operation, path_id
 from ..outboxes import publish_audits
 from .access import in_store, json_object, requires
 
 log = logging.getLogger(__name__)
 
 
+@operation(
+    "Auto-send per category: on or off, the evidence now, the audits waiting; and its trail "
+    "(every enabling, disabling and demotion)",
+    responses={"200": answer("the policy", {"type": "object"}), **errors(401, 503)},
+)
 @requires("viewer")
 async def get_autosend(request: Request, who: store.Reviewer) -> Response:
     inbox = inbox_of(request)
@@ -28,6 +35,30 @@ async def get_autosend(request: Request, who: store.Reviewer) -> Response:
     )
 
 
+@operation(
+    "Turn auto-send on (with the evidence and a passing eval report) or off for a category; "
+    "admins only (DESK_ADMINS)",
+    parameters=[
+        {"name": "category", "in": "path", "required": True, "schema": {"enum": list(CATEGORIES)}}
+    ],
+    request=body(
+        {
+            "type": "object",
+            "required": ["enabled"],
+            "properties": {
+                "enabled": {"type": "boolean"},
+                "eval": {
+                    "type": ["object", "null"],
+                    "description": "the `desk eval --json` report",
+                },
+            },
+        }
+    ),
+    responses={
+        "200": answer("the trail entry", {"type": "object"}),
+        **errors(400, 401, 403, 404, 409, 422, 503),
+    },
+)
 @requires("reviewer")
 async def post_autosend(request: Request, who: store.Reviewer) -> Response:
     """An admin turns auto-send on (with a passing eval report) or off for a category."""
@@ -47,6 +78,23 @@ async def post_autosend(request: Request, who: store.Reviewer) -> Response:
     return JSONResponse(row)
 
 
+@operation(
+    "Audit an auto-sent reply: fine, or edited (it needed changes)",
+    description="Once the reply is sent, the drafter is told: a reply found fine becomes an "
+    "example for later drafts.",
+    parameters=[path_id("item id")],
+    request=body(
+        {
+            "type": "object",
+            "required": ["verdict"],
+            "properties": {"verdict": {"enum": ["fine", "edited"]}, "note": {"type": "string"}},
+        }
+    ),
+    responses={
+        "200": answer("recorded; `demoted` when it demoted the category"),
+        **errors(400, 401, 403, 404, 409, 422, 503),
+    },
+)
 @requires("reviewer")
 async def post_audit(request: Request, who: store.Reviewer) -> Response:
     """A person's audit of an auto-sent reply: fine, or edited (it needed changes)."""

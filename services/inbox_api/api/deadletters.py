@@ -12,11 +12,16 @@ from shared.http import HTTPError
 
 from .. import store
 from ..core import bus_of
+from ..openapi import answer, errors, operation, path_id
 from .access import requires
 
 log = logging.getLogger(__name__)
 
 
+@operation(
+    "Dead letters, oldest first",
+    responses={"200": answer("dead letters", {"type": "object"}), **errors(401, 503)},
+)
 @requires("viewer")
 async def list_dead_letters(request: Request, who: store.Reviewer) -> Response:
     bus = bus_of(request)
@@ -26,6 +31,11 @@ async def list_dead_letters(request: Request, who: store.Reviewer) -> Response:
     return JSONResponse({"dead_letters": [d.model_dump(mode="json") for d in letters]})
 
 
+@operation(
+    "Republish a dead letter's original message",
+    parameters=[path_id("dead letter id", "integer")],
+    responses={"202": answer("replayed", {"type": "object"}), **errors(401, 403, 404, 503)},
+)
 @requires("reviewer")
 async def replay_dead_letter(request: Request, who: store.Reviewer) -> Response:
     try:

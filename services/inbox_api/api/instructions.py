@@ -11,15 +11,37 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from shared.http import HTTPError
+from shared.inbox import CATEGORIES
 
 from .. import store
 from ..core import bus_of, inbox_of
 from ..guidance import publish_guidance
+from ..openapi import answer, body, errors, operation, path_id
 from .access import in_store, json_object, requires
 
 log = logging.getLogger(__name__)
 
+INSTRUCTION = {"$ref": "#/components/schemas/Instruction"}
+INSTRUCTION_ID = path_id("instruction id", "integer")
 
+
+@operation(
+    "The standing instructions (with removed=1, removed ones too)",
+    parameters=[{"name": "removed", "in": "query", "schema": {"enum": ["0", "1"]}}],
+    responses={
+        "200": answer(
+            "the instructions, by category",
+            {
+                "type": "object",
+                "required": ["instructions"],
+                "properties": {
+                    "instructions": {"type": "array", "items": INSTRUCTION},
+                },
+            },
+        ),
+        **errors(401, 503),
+    },
+)
 @requires("viewer")
 async def list_instructions(request: Request, who: store.Reviewer) -> Response:
     removed = request.query_params.get("removed") in ("1", "true", "yes")
@@ -29,6 +51,20 @@ async def list_instructions(request: Request, who: store.Reviewer) -> Response:
     return JSONResponse({"instructions": rows})
 
 
+@operation(
+    "Write a standing instruction for a category",
+    request=body(
+        {
+            "type": "object",
+            "required": ["category", "text"],
+            "properties": {
+                "category": {"enum": list(CATEGORIES)},
+                "text": {"type": "string", "maxLength": 500},
+            },
+        }
+    ),
+    responses={"201": answer("written", INSTRUCTION), **errors(400, 401, 403, 422, 503)},
+)
 @requires("reviewer")
 async def post_instruction(request: Request, who: store.Reviewer) -> Response:
     """A reviewer writes a standing instruction for a category."""
@@ -48,6 +84,28 @@ async def post_instruction(request: Request, who: store.Reviewer) -> Response:
     return JSONResponse(row, status_code=201)
 
 
+@operation(
+    "Edit an instruction's text (with auto-send on for its category, a non-admin's edit waits "
+    "for an admin)",
+    method="patch",
+    operation_id="edit_instruction",
+    parameters=[INSTRUCTION_ID],
+    request=body(
+        {
+            "type": "object",
+            "required": ["text"],
+            "properties": {"text": {"type": "string", "maxLength": 500}},
+        }
+    ),
+    responses={"200": answer("edited", INSTRUCTION), **errors(400, 401, 403, 404, 422, 503)},
+)
+@operation(
+    "Remove an instruction (kept as removed: not learned again)",
+    method="delete",
+    operation_id="remove_instruction",
+    parameters=[INSTRUCTION_ID],
+    responses={"200": answer("removed", INSTRUCTION), **errors(401, 403, 404, 503)},
+)
 @requires("reviewer")
 async def change_instruction(request: Request, who: store.Reviewer) -> Response:
     """PATCH edits an instruction's text; DELETE removes it (kept as removed)."""
@@ -77,12 +135,23 @@ async def change_instruction(request: Request, who: store.Reviewer) -> Response:
     return JSONResponse(row)
 
 
+@operation(
+    "Approve an instruction, or the edit proposed for it; admins only (DESK_ADMINS)",
+    parameters=[INSTRUCTION_ID],
+    responses={"200": answer("approved", INSTRUCTION), **errors(401, 403, 404, 503)},
+)
 @requires("reviewer")
 async def approve_instruction(request: Request, who: store.Reviewer) -> Response:
     """An admin approves an instruction (or the edit proposed for it): drafts get it."""
     return await _judge_instruction(request, who, store.approve_instruction, "approved")
 
 
+@operation(
+    "Turn down a pending instruction (removed) or the edit proposed for it; admins only "
+    "(DESK_ADMINS)",
+    parameters=[INSTRUCTION_ID],
+    responses={"200": answer("turned down", INSTRUCTION), **errors(401, 403, 404, 409, 503)},
+)
 @requires("reviewer")
 async def reject_instruction(request: Request, who: store.Reviewer) -> Response:
     """An admin turns down a pending instruction or the edit proposed for it."""

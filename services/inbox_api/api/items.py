@@ -15,12 +15,65 @@ from shared.inbox import QUEUE_PATTERN
 
 from .. import store
 from ..core import bus_of, inbox_of
+from ..openapi import answer, errors, model_body, operation, path_id
 from ..outboxes import publish_decision
 from ..schemas import ClaimRequest, DecisionRequest
 from ..watch import Watch
 from .access import in_store, parsed, requires
 
+ITEM_ID = path_id("item id, <thread>~v<version>")
+LIST_QUERY = [
+    {"name": "status", "in": "query", "schema": {"enum": list(store.STATUSES)}},
+    {"name": "category", "in": "query", "schema": {"type": "string"}},
+    {"name": "source", "in": "query", "schema": {"type": "string"}},
+    {"name": "text", "in": "query", "schema": {"type": "string"}},
+    {"name": "priority", "in": "query", "schema": {"enum": list(store.PRIORITIES)}},
+    {"name": "queue", "in": "query", "schema": {"type": "string"}},
+    {
+        "name": "mine",
+        "in": "query",
+        "description": "only the items of the caller's queues and those they have claimed",
+        "schema": {"type": "boolean"},
+    },
+    {"name": "sort", "in": "query", "schema": {"enum": ["oldest", "newest", "priority"]}},
+    {"name": "cursor", "in": "query", "schema": {"type": "string"}},
+    {
+        "name": "limit",
+        "in": "query",
+        "schema": {"type": "integer", "minimum": 1, "maximum": 200},
+    },
+]
 
+
+@operation(
+    "Items, oldest waiting first by default",
+    parameters=LIST_QUERY,
+    responses={
+        "200": answer(
+            "a page of items",
+            {
+                "type": "object",
+                "required": ["items"],
+                "properties": {
+                    "items": {"type": "array", "items": {"$ref": "#/components/schemas/Item"}},
+                    "next_cursor": {"type": ["string", "null"]},
+                    "model": {
+                        "type": "object",
+                        "description": "whether the model drafts: while it is down (`up` "
+                        "false), drafts are delayed; `since` and `reason` say since when and why",
+                        "required": ["up"],
+                        "properties": {
+                            "up": {"type": "boolean"},
+                            "since": {"type": "string", "format": "date-time"},
+                            "reason": {"type": "string"},
+                        },
+                    },
+                },
+            },
+        ),
+        **errors(401, 422, 503),
+    },
+)
 @requires("viewer")
 async def list_items(request: Request, who: store.Reviewer) -> Response:
     q = request.query_params
@@ -68,6 +121,14 @@ async def list_items(request: Request, who: store.Reviewer) -> Response:
     return JSONResponse({"items": items, "next_cursor": next_cursor, "model": model})
 
 
+@operation(
+    "One item with its versions, feedback, decisions and result",
+    parameters=[ITEM_ID],
+    responses={
+        "200": answer("the item", {"$ref": "#/components/schemas/Item"}),
+        **errors(401, 404, 503),
+    },
+)
 @requires("viewer")
 async def get_item(request: Request, who: store.Reviewer) -> Response:
     item = await asyncio.to_thread(
@@ -79,6 +140,19 @@ async def get_item(request: Request, who: store.Reviewer) -> Response:
     return JSONResponse(item)
 
 
+@operation(
+    "Decide on the version you saw",
+    description="`version` is the version the reviewer saw; a named version that is no longer "
+    "current gets 409. Without it (LangChain's clients send none) the version the item id "
+    "names is decided, if it still waits. The same decision posted again is answered 202 with "
+    "the recorded one.",
+    parameters=[ITEM_ID],
+    request=model_body(DecisionRequest),
+    responses={
+        "202": answer("recorded (or recorded already) and published", {"type": "object"}),
+        **errors(400, 401, 403, 404, 409, 422, 503),
+    },
+)
 @requires("reviewer")
 async def post_decision(request: Request, who: store.Reviewer) -> Response:
     body = parsed(DecisionRequest, await request.body())
@@ -108,6 +182,18 @@ async def post_decision(request: Request, who: store.Reviewer) -> Response:
     )
 
 
+@operation(
+    "Claim the item for the token's reviewer, or renew the claim",
+    description="While claimed, others see who works on it and may not decide it without "
+    "taking it over (`take_over`). A claim held by another reviewer is answered 409 with "
+    "`claimed_by` and `until`.",
+    parameters=[ITEM_ID],
+    request=model_body(ClaimRequest, required=False),
+    responses={
+        "200": answer("the claim", {"type": "object"}),
+        **errors(400, 401, 403, 404, 409, 422, 503),
+    },
+)
 @requires("reviewer")
 async def post_claim(request: Request, who: store.Reviewer) -> Response:
     """Claim the item for the token's reviewer (or renew the claim); `{"take_over": true}`
@@ -126,6 +212,17 @@ async def post_claim(request: Request, who: store.Reviewer) -> Response:
     return JSONResponse(held)
 
 
+@operation(
+    "Let go of the token's reviewer's claim on the item",
+    parameters=[ITEM_ID],
+    responses={
+        "200": answer(
+            "whether a claim was let go",
+            {"type": "object", "properties": {"released": {"type": "boolean"}}},
+        ),
+        **errors(401, 403, 404, 503),
+    },
+)
 @requires("reviewer")
 async def delete_claim(request: Request, who: store.Reviewer) -> Response:
     released = await in_store(
@@ -138,6 +235,51 @@ async def delete_claim(request: Request, who: store.Reviewer) -> Response:
     return JSONResponse({"released": released})
 
 
+@operation(
+    "Counts, oldest waiting item, decision mix, dead letters, and the review analytics and "
+    "drafts of the last `days` (also for the daily report's reporter token, which may read "
+    "nothing else)",
+    parameters=[
+        {
+            "name": "days",
+            "in": "query",
+            "description": "the review analytics' window: the last N x 24 h",
+            "schema": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": store.MAX_REVIEW_DAYS,
+                "default": store.REVIEW_DAYS,
+            },
+        }
+    ],
+    responses={
+        "200": answer(
+            "statistics",
+            {
+                "type": "object",
+                "required": ["by_status", "by_category", "review"],
+                "properties": {
+                    "by_status": {"type": "object"},
+                    "by_category": {"type": "object"},
+                    "oldest_waiting": {"type": ["object", "null"]},
+                    "decision_mix": {"type": "object"},
+                    "dead_letters": {"type": ["integer", "null"]},
+                    "review": {"$ref": "#/components/schemas/Review"},
+                    "drafts": {
+                        "type": "object",
+                        "description": "drafts made in the window, and their cost",
+                        "properties": {
+                            "days": {"type": "integer"},
+                            "count": {"type": "integer"},
+                            "cost_usd": {"type": "number"},
+                        },
+                    },
+                },
+            },
+        ),
+        **errors(401, 422, 503),
+    },
+)
 @requires("reporter")
 async def get_stats(request: Request, who: store.Reviewer) -> Response:
     try:
@@ -153,6 +295,16 @@ async def get_stats(request: Request, who: store.Reviewer) -> Response:
     return JSONResponse(result)
 
 
+@operation(
+    "Every decision, as JSON lines",
+    responses={
+        "200": {
+            "description": "JSON lines",
+            "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+        },
+        **errors(401, 503),
+    },
+)
 @requires("viewer")
 async def get_review_log(request: Request, who: store.Reviewer) -> Response:
     rows = await asyncio.to_thread(store.review_log, inbox_of(request).engine)

@@ -364,6 +364,21 @@ async def test_the_openapi_document_validates(api: Api) -> None:
     document = httpx.get(f"{api.url}/openapi.json").json()
     validate(document)
     assert "/api/items/{id}/decision" in document["paths"]
+    # assembled from the route table: every route of the API, each operation named once
+    from services.inbox_api.api import routes
+
+    served = {
+        (route.path, method.lower())
+        for route in routes
+        if route.path.startswith("/api/")  # type: ignore[attr-defined]
+        for method in route.methods or ()  # type: ignore[attr-defined]
+        if method != "HEAD"
+    }
+    documented = {(path, method) for path, ops in document["paths"].items() for method in ops}
+    assert documented == served
+    ids = [op["operationId"] for ops in document["paths"].values() for op in ops.values()]
+    assert len(ids) == len(set(ids)) == len(served)
+    assert {"post_claim", "delete_claim"} <= set(ids)
 
 
 async def test_the_public_port_answers_no_health_or_metrics_only_the_ops_port_does(
