@@ -15,7 +15,8 @@ from sqlmodel import Session, select
 
 from desk.helpdesk import add_message, close
 from shared.helpdesk import Message, Ticket
-from shared.helpdesk.sql import MessageRow, SqlSource, TicketRow
+from shared.helpdesk.sql import SqlSource
+from shared.helpdesk.tables import MessageRow, TicketRow
 
 from .facts import Run, log
 

@@ -36,7 +36,7 @@ from .passwords import scram_sha256
 POSTGRES = "postgres"  # the catalog's `talks_to` entry for the database
 PREFIX = "desk_"
 DEMO_HELPDESK = "helpdesk"
-# shared/helpdesk/sql.py: the demo helpdesk's tables (a test compares)
+# shared/helpdesk/tables.py: the demo helpdesk's tables (a test compares)
 DEMO_HELPDESK_TABLES = ("customers", "tickets", "ticket_messages")
 # Schemas never touched: PostgreSQL's own.
 _SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")

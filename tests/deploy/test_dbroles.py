@@ -369,9 +369,9 @@ def test_the_dev_overlays_init_script_is_the_derived_one() -> None:
 
 
 def test_the_demo_helpdesk_role_covers_the_demo_helpdesks_tables() -> None:
-    from shared.helpdesk import sql
+    from shared.helpdesk import tables
 
-    assert {t.name for t in sql.TABLES} == set(dbroles.DEMO_HELPDESK_TABLES)
+    assert {t.name for t in tables.TABLES} == set(dbroles.DEMO_HELPDESK_TABLES)
 
 
 def test_scram_verifier_matches_rfc_7677() -> None:

@@ -19,7 +19,8 @@ from shared.conversation import open_round, waiting_on_customer
 from shared.errors import PermanentError, TransientError
 from shared.helpdesk import Ticket
 from shared.helpdesk.demo import TICKETS
-from shared.helpdesk.sql import TABLES, CustomerRow, SqlSource, TicketRow
+from shared.helpdesk.sql import SqlSource
+from shared.helpdesk.tables import TABLES, CustomerRow, TicketRow
 from tests.postgres import POSTGRES_URL, fresh_schema
 
 CJK = re.compile(r"[\u4e00-\u9fff]")

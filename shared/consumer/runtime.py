@@ -1,150 +1,31 @@
-"""The consumer runtime: the only code that acks, naks or terminates a message.
-
-A consumer is declared as data (`Consumer`); the runtime fetches batches from its durable pull
-consumer, runs the handler with bounded concurrency, and maps the outcome:
-
-| handler outcome            | runtime action                                            |
-|----------------------------|-----------------------------------------------------------|
-| returns                    | ack                                                       |
-| `BusinessReject`           | ack, counted as rejected, never retried                   |
-| `TransientError` (or a bug)| nak with the retry policy's delay; on the last allowed    |
-|                            | delivery: dead letter, then term                          |
-| `Unavailable`, or the      | hold the message (in-progress heartbeats) and run the     |
-| database unreachable       | handler again after the backoff or Retry-After: no        |
-|                            | attempt spent, never dead-lettered; handed back on stop   |
-| `PermanentError`           | dead letter, then term, on the first attempt              |
-| undecodable bytes          | dead letter, then term; the handler is never called       |
-
-The runtime dead-letters by itself on the last allowed delivery: the broker's max-deliveries
-advisory carries no body and arrives late. The broker's own `max_deliver` is one higher than the
-consumer's, so a delivery whose worker died on the last attempt still comes back once, and is
-dead-lettered instead of vanishing.
-"""
+"""The runtime loop: fetch a consumer's deliveries, run its handler, map the outcome."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import nats.errors as nats_errors
-import nats.js.errors as js_errors
 from nats.aio.msg import Msg
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from pydantic import BaseModel, ValidationError
 
-from . import catalog, db, envelope, ids, metrics, subjects, telemetry, trace
-from . import headers as h
-from . import logging as desk_logging
-from .bus import Bus
-from .catalog import ConsumerSpec
-from .errors import BusinessReject, PermanentError, TransientError, Unavailable, first_error
-from .retry import RetryPolicy
-from .streams import ensure_consumer
+from .. import db, ids, metrics, subjects, telemetry, trace
+from .. import headers as h
+from .. import logging as desk_logging
+from ..bus import Bus
+from ..errors import BusinessReject, PermanentError, TransientError, Unavailable
+from ..streams import ensure_consumer
+from .deadletter import DEAD_LETTER_REASONS, describe, letter_headers
+from .declaration import Consumer, Delivery
+from .provisioning import await_provisioned
 
-log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-Decoder = Callable[[bytes, Mapping[str, str]], Any]
-
-
-@dataclass(frozen=True)
-class Delivery(Generic[T]):
-    """What a handler receives: the decoded body and the facts about this delivery."""
-
-    subject: str
-    body: T
-    headers: Mapping[str, str]
-    msg_id: str | None
-    attempt: int
-    stream_seq: int
-    data: bytes
-    stored_at: dt.datetime
-    payload: Any = None  # the body's data as the consumer's declared model (`Consumer.payload`)
-
-
-Handler = Callable[[Delivery[Any]], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class Consumer:
-    """A durable pull consumer and how its messages are handled."""
-
-    name: str
-    stream: str
-    subjects: tuple[str, ...]
-    handler: Handler
-    decode: Decoder = envelope.decode
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    max_deliver: int = 5
-    ack_wait: float = 30.0
-    concurrency: int = 8
-    batch: int = 16
-    max_ack_pending: int = 1000
-    # what the envelope's data must be: one model, or one per subject (a consumer of several
-    # kinds); validated once here, so a handler receives `delivery.payload` typed, and data
-    # that is not that model is dead-lettered before any handler runs
-    payload: type[BaseModel] | Mapping[str, type[BaseModel]] | None = None
-
-    @classmethod
-    def of(cls, declared: ConsumerSpec, handler: Handler, **options: Any) -> Consumer:
-        """The consumer a service declares in `shared.catalog`, handled by `handler`."""
-        options.setdefault("payload", declared.payload)
-        return cls(
-            name=declared.durable,
-            stream=declared.stream,
-            subjects=declared.subjects,
-            handler=handler,
-            **options,
-        )
-
-    def __post_init__(self) -> None:
-        if not self.subjects:
-            raise ValueError("a consumer needs at least one subject filter")
-        if self.max_deliver < 1 or self.concurrency < 1 or self.batch < 1:
-            raise ValueError("max_deliver, concurrency and batch must be at least 1")
-
-    def read_payload(self, subject: str, body: Any) -> Any:
-        """`body`'s data as the declared model; `PermanentError` if it is not one."""
-        if self.payload is None:
-            return None
-        model = self.payload.get(subject) if isinstance(self.payload, Mapping) else self.payload
-        if model is None:
-            raise PermanentError(f"nothing is expected on {subject}")
-        data = body.data if isinstance(body, envelope.Envelope) else body
-        try:
-            return model.model_validate(data)
-        except ValidationError as exc:
-            raise PermanentError(f"not a {model.__name__}: {first_error(exc, 'data')}") from None
-
-    def config(self) -> ConsumerConfig:
-        filters: dict[str, Any] = (
-            {"filter_subject": self.subjects[0]}
-            if len(self.subjects) == 1
-            else {"filter_subjects": list(self.subjects)}
-        )
-        return ConsumerConfig(
-            name=self.name,
-            durable_name=self.name,
-            ack_policy=AckPolicy.EXPLICIT,
-            deliver_policy=DeliverPolicy.ALL,
-            ack_wait=self.ack_wait,
-            max_deliver=self.max_deliver + 1,  # one grace delivery, see the module docstring
-            max_ack_pending=self.max_ack_pending,
-            sample_freq="100%",  # every ack recorded by the broker (subjects.DELIVERIES)
-            **filters,
-        )
-
+log = logging.getLogger(__package__)  # "shared.consumer": one logger for the whole runtime
 
 # Waiting for a dependency backs off like a retry, but only this many steps: the next try
 # stays within a few seconds of the dependency's return (or of its Retry-After).
 WAIT_STEPS = 4
-DEAD_LETTER_REASONS = ("undecodable", "permanent", "retries_exhausted")
 OUTCOMES = ("acked", "rejected", "retried", "handed_back", "dead_lettered")
 
 
@@ -186,40 +67,13 @@ class ConsumerRuntime:
         if self.create:
             await ensure_consumer(self.bus.js, self.consumer.stream, self.consumer.config())
         else:
-            await self._await_provisioned()
+            await await_provisioned(self.bus, self.consumer)
         self._sub = await self.bus.js.pull_subscribe_bind(
             self.consumer.name, stream=self.consumer.stream
         )
         self._loop_task = asyncio.create_task(
             self._fetch_loop(), name=f"fetch:{self.consumer.name}"
         )
-
-    async def _await_provisioned(self) -> None:
-        """A service with its own NATS user may not create or change consumers (a create
-        request could point a push consumer at any subject): wait for the one provisioned."""
-        c = self.consumer
-        deadline = time.monotonic() + 60.0
-        while True:
-            try:
-                info = await self.bus.js.consumer_info(c.stream, c.name)
-                break
-            except (js_errors.NotFoundError, nats_errors.TimeoutError, TimeoutError):
-                if time.monotonic() > deadline:
-                    raise TransientError(
-                        f"consumer {c.stream}/{c.name} does not exist: run `desk provision`"
-                    ) from None
-                await asyncio.sleep(0.5)
-        want, got = c.config(), info.config
-        if (got.ack_wait, got.max_deliver, got.deliver_subject) != (
-            want.ack_wait,
-            want.max_deliver,
-            None,
-        ) or set(got.filter_subjects or [got.filter_subject]) != set(c.subjects):
-            log.warning(
-                "consumer %s/%s differs from this service's settings; `desk provision` updates it",
-                c.stream,
-                c.name,
-            )
 
     async def stop(self, timeout: float) -> None:
         """Stop fetching, let in-flight handlers finish for up to `timeout`, hand back the rest."""
@@ -313,12 +167,12 @@ class ConsumerRuntime:
             try:
                 body = c.decode(msg.data, headers)
             except Exception as exc:  # any decoder failure means the bytes are unusable
-                await self._dead_letter(msg, "undecodable", _describe(exc))
+                await self._dead_letter(msg, "undecodable", describe(exc))
                 return
             try:
                 payload = c.read_payload(msg.subject, body)
             except PermanentError as exc:
-                await self._dead_letter(msg, "permanent", _describe(exc))
+                await self._dead_letter(msg, "permanent", describe(exc))
                 return
             delivery = Delivery(
                 subject=msg.subject,
@@ -351,7 +205,7 @@ class ConsumerRuntime:
                     await self._settle(msg, "ack", "rejected")
                     return
                 except PermanentError as exc:
-                    await self._dead_letter(msg, "permanent", _describe(exc))
+                    await self._dead_letter(msg, "permanent", describe(exc))
                     return
                 except TransientError as exc:
                     await self._retry(msg, delivery.attempt, exc, exc.retry_after)
@@ -387,7 +241,7 @@ class ConsumerRuntime:
         The delivery stays in progress (heartbeats) and holds its concurrency slot, so the
         consumer fetches nothing new while everything it holds is waiting."""
         delay = self.consumer.retry.delay(min(waits, WAIT_STEPS), retry_after=retry_after)
-        text = _describe(down)
+        text = describe(down)
         if waits == 1 or waits % 20 == 0:
             log.warning(
                 "waiting for a dependency (%s) for %.0fs so far; next try in %.1fs",
@@ -409,11 +263,11 @@ class ConsumerRuntime:
     ) -> None:
         c = self.consumer
         if attempt >= c.max_deliver:
-            await self._dead_letter(msg, "retries_exhausted", _describe(exc))
+            await self._dead_letter(msg, "retries_exhausted", describe(exc))
             return
         delay = c.retry.delay(attempt, retry_after=retry_after)
-        _failed(_describe(exc))
-        log.info("attempt %d failed (%s); retry in %.2fs", attempt, _describe(exc), delay)
+        _failed(describe(exc))
+        log.info("attempt %d failed (%s); retry in %.2fs", attempt, describe(exc), delay)
         await self._settle(msg, "nak", "retried", delay=delay)
 
     async def _heartbeat(self, msg: Msg) -> None:
@@ -429,23 +283,7 @@ class ConsumerRuntime:
         """One DLQ message (original payload and headers, error, attempts), then term."""
         c = self.consumer
         meta = msg.metadata
-        original = dict(msg.headers or {})
-        hdrs = {k: v for k, v in original.items() if not k.startswith(h.BROKER_PREFIX)}
-        if h.MSG_ID in original:
-            hdrs[h.ORIGINAL_MSG_ID] = original[h.MSG_ID]
-        hdrs.update(
-            {
-                h.DLQ_SERVICE: self.service,
-                h.DLQ_CONSUMER: c.name,
-                h.DLQ_STREAM: meta.stream,
-                h.DLQ_STREAM_SEQ: str(meta.sequence.stream),
-                h.DLQ_SUBJECT: msg.subject,
-                h.DLQ_ATTEMPTS: str(meta.num_delivered),
-                h.DLQ_REASON: reason,
-                h.DLQ_ERROR: error,
-                h.DLQ_TIME: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            }
-        )
+        hdrs = letter_headers(msg, self.service, c.name, reason, error)
         try:
             await self.bus.publish(
                 subjects.dlq(self.service),
@@ -486,36 +324,3 @@ def _failed(error: str) -> None:
     work = telemetry.current()
     if work is not None:
         work.fail(error)
-
-
-def _describe(exc: BaseException) -> str:
-    """A one-line error text for a header: class name and message, no newlines, bounded."""
-    text = str(exc) or exc.__class__.__name__
-    if not isinstance(exc, (TransientError, PermanentError, BusinessReject)):
-        text = f"{exc.__class__.__name__}: {text}"
-    return desk_logging.redact(" ".join(text.split()))[:1000]
-
-
-async def _never(delivery: Delivery[Any]) -> None:  # pragma: no cover - provisioning only
-    raise AssertionError("a provisioning spec is never consumed")
-
-
-def declared_consumers(options: Mapping[str, Any]) -> list[tuple[str, ConsumerConfig]]:
-    """Every consumer the catalog declares, as an admin provisions it (`consumer_options()` of
-    the provisioning process's settings: the stack and the provision job share the services'
-    configuration). Outside subscribers get a plain durable on their stream."""
-    configs = []
-    for role in catalog.ROLES:
-        for declared in role.consumers:
-            consumer = Consumer.of(declared, _never, **options)
-            config = consumer.config()
-            if role.settings is None:  # an outside system: no grace delivery, no dead letters
-                config = ConsumerConfig(
-                    name=declared.durable,
-                    durable_name=declared.durable,
-                    ack_policy=AckPolicy.EXPLICIT,
-                    deliver_policy=DeliverPolicy.ALL,
-                    filter_subject=declared.subjects[0],
-                )
-            configs.append((declared.stream, config))
-    return configs
