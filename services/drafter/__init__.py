@@ -21,11 +21,12 @@ the retriever `DESK_KNOWLEDGE_RETRIEVER` names (`retriever_of`) with its relevan
 
 from .embeddings import FLOOR as EMBEDDINGS_FLOOR
 from .graph import DURABILITY, Deps, build_graph
-from .knowledge import BM25_FLOOR, Knowledge, retriever_of
+from .knowledge import Knowledge
 from .lite import sqlite_checkpoints
 from .model import close_model, make_model, output_for
 from .offline import OfflineDraftModel
 from .prompt import query
+from .retrievers import BM25_FLOOR, retriever_of
 from .threads import Work
 from .writer import Asked, write
 

@@ -1,22 +1,23 @@
 """What the drafter learned from reviewers: the replies the team sent, kept as examples.
 
 A round whose reply a person approved as drafted, or edited and then approved (the edited text
-is the better example), is remembered in the LangGraph store beside the checkpoints: the
-category, the helpdesk the ticket belongs to (`helpdesk_of`) and the reply that went out, with
-the customer's personal data replaced by typed placeholders when it is written (`[name]`,
-`[email]`, `[phone]`, `[address]`, `[order]`, `[iban]`, `[vat]`, `[card]`, `[number]`, `[url]`;
-`shared.personal`, with the ticket's customer name and address as names, and the name the
-reply greets). Never what the customer wrote: every draft is shown examples, and a model can be
-talked into quoting them to the next customer. A reply auto-send sent was read by no person: it
-is held apart (`hold`, in a namespace no draft reads) with the inbox item it was sent as, and
-becomes an example only when a person's audit finds it fine (`audited`; an audit that found
-edits drops it). The held record is the thread's own, written when its auto decision finished
-the round: an audit notice about anything else (another item version, a draft still waiting, a
-reply a person approved) plants nothing. The next round from the same helpdesk, in that
-category, is shown the most similar of them (BM25 over the replies), and the newest when fewer
-are similar. One example per round, keyed by thread and round, so a redelivered decision (or
-audit) rewrites the same one; a reply the sender withdrew (the ticket closed, a person
-answered, the customer wrote again) never went out and is forgotten, held or kept.
+is the better example), is remembered in the LangGraph store beside the checkpoints (as
+`examples.Example`): the category, the helpdesk the ticket belongs to (`helpdesk_of`) and the
+reply that went out, with the customer's personal data replaced by typed placeholders when it
+is written (`[name]`, `[email]`, `[phone]`, `[address]`, `[order]`, `[iban]`, `[vat]`,
+`[card]`, `[number]`, `[url]`; `shared.personal`, with the ticket's customer name and address
+as names, and the name the reply greets). Never what the customer wrote: every draft is shown
+examples, and a model can be talked into quoting them to the next customer. A reply auto-send
+sent was read by no person: it is held apart (`hold`, in a namespace no draft reads) with the
+inbox item it was sent as, and becomes an example only when a person's audit finds it fine
+(`audited`; an audit that found edits drops it). The held record is the thread's own, written
+when its auto decision finished the round: an audit notice about anything else (another item
+version, a draft still waiting, a reply a person approved) plants nothing. The next round from
+the same helpdesk, in that category, is shown the most similar of them (BM25 over the replies),
+and the newest when fewer are similar. One example per round, keyed by thread and round, so a
+redelivered decision (or audit) rewrites the same one; a reply the sender withdrew (the ticket
+closed, a person answered, the customer wrote again) never went out and is forgotten, held or
+kept.
 
 Examples kept before (`v` 1: what the customer wrote, the reply as sent) are rewritten by
 `prepare`, once: what the customer wrote dropped, the reply redacted, marked `v` 2, and given
@@ -35,7 +36,6 @@ the same 48,000 (4 ms with the 500 values decoded).
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import json
 import logging
 import re
@@ -47,6 +47,7 @@ from langgraph.store.base import BaseStore
 
 from shared import personal, similarity
 
+from .examples import VERSION, Example, example_of, key, redacted, rewritten
 from .lite import SqliteMemory
 
 log = logging.getLogger(__name__)
@@ -54,34 +55,6 @@ log = logging.getLogger(__name__)
 NAMESPACE = ("examples",)
 UNAUDITED = ("unaudited",)  # auto-sent replies waiting for a person's audit: shown to no draft
 RECENT = 500  # the newest examples of a category that are ranked for each draft
-VERSION = 2  # what a kept value is: 2, the team's reply redacted (1: with the customer's words)
-MAILBOX = "mail"  # the helpdesk of mail conversations (threads `mail-…`)
-TICKETS = "helpdesk"  # the helpdesk every ticket is read from (one per deployment today)
-
-
-def helpdesk_of(ticket_id: str) -> str:
-    """The helpdesk a ticket belongs to, whichever way its event came (a webhook, a backfill, a
-    stale scan): a mail conversation's examples are the mailbox's, a ticket's the helpdesk's."""
-    return MAILBOX if ticket_id.startswith("mail-") else TICKETS
-
-
-@dataclass(frozen=True)
-class Example:
-    ticket: str
-    round: str
-    category: str
-    source: str  # the helpdesk the ticket came from: its examples are shown to its drafts only
-    reply: str  # what was sent; kept with the customer's personal data as placeholders
-    edited: bool
-    at: str  # when it was approved (ISO 8601)
-
-    @property
-    def ref(self) -> str:
-        return f"{self.ticket}/{self.round}"
-
-
-def key(thread: str, round_: str) -> str:
-    return f"{thread}:{round_}"
 
 
 async def remember(
@@ -149,35 +122,6 @@ async def audited(store: BaseStore, thread: str, round_: str, *, fine: bool) -> 
         kept = {k: v for k, v in found.value.items() if k not in ("item", "version", "sent")}
         await store.aput(NAMESPACE, key(thread, round_), kept, index=False)
     await store.adelete(UNAUDITED, key(thread, round_))
-
-
-def redacted(reply: str, names: Iterable[str] = ()) -> str:
-    """The reply as an example keeps it: the customer's personal data as placeholders, the
-    name it greets (which may not be the helpdesk's spelling of it) among the names."""
-    return personal.redact(reply, names=[*names, *greeted(reply)])
-
-
-_GREETING = re.compile(
-    r"^[ \t]*(?i:hi|hello|hey|dear|good (?:morning|afternoon|evening)|hallo|guten tag|liebe[rs]?"
-    r"|sehr geehrte[rs]?|bonjour|bonsoir|cher|chère|hola|buenos días|buenas tardes|estimad[oa]s?"
-    r"|querid[oa]s?)[ \t]+(?P<name>[A-ZÀ-ÖØ-Þ][\w'’.-]*(?:[ \t]+[A-ZÀ-ÖØ-Þ][\w'’.-]*){0,3})"
-    r"[ \t]*[,!:]",
-    re.MULTILINE,
-)
-_NOT_NAMES = frozenset(
-    "team support customer customers sir madam all everyone there friend friends kunde kundin"
-    " client cliente madame monsieur señor señora frau herr mr mrs ms".split()
-)
-
-
-def greeted(reply: str) -> list[str]:
-    """Who the reply greets ("Dear Anna Schmidt," "Hallo Herr Müller!"), as a name."""
-    found = []
-    for m in _GREETING.finditer(reply[:500]):
-        words = [w for w in m.group("name").split() if w.casefold().strip(".") not in _NOT_NAMES]
-        if words:
-            found.append(" ".join(words))
-    return found
 
 
 # The store's own table, as LangGraph's SQLite and PostgreSQL stores create it: the newest
@@ -249,23 +193,6 @@ async def prepare(store: BaseStore) -> None:
                 except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
                     pass  # another replica created it at the same moment
         await _migrate_postgres(pool)
-
-
-def rewritten(value: Any) -> dict[str, Any]:
-    """An example kept before `VERSION` as it is kept now: without what the customer wrote,
-    its reply redacted (the name it greets among the names: the customer's is not kept), of the
-    helpdesk its ticket id says."""
-    old = value if isinstance(value, dict) else {}
-    return {
-        "ticket": str(old.get("ticket") or ""),
-        "round": str(old.get("round") or ""),
-        "category": str(old.get("category") or "other"),
-        "source": helpdesk_of(str(old.get("ticket") or "")),
-        "reply": redacted(str(old.get("reply") or "")),
-        "edited": bool(old.get("edited")),
-        "at": str(old.get("at") or ""),
-        "v": VERSION,
-    }
 
 
 async def _migrate_sqlite(store: SqliteMemory) -> None:
@@ -389,7 +316,7 @@ async def similar(
     signature = tuple((key, at) for key, _, at in kept)
     ranked = _RANKED.get((source, category))
     if ranked is None or ranked.signature != signature:  # indexed again only when it changed
-        examples = [e for _, value, _ in kept if (e := _example(value)) is not None]
+        examples = [e for _, value, _ in kept if (e := example_of(value)) is not None]
         texts = [_PLACEHOLDER.sub(" ", e.reply) for e in examples]
         built = await asyncio.to_thread(similarity.index, texts)
         ranked = _Ranked(signature, examples, built)
@@ -416,21 +343,3 @@ class _Ranked:
 
 
 _RANKED: dict[tuple[str, str | None], _Ranked] = {}
-
-
-def _example(value: dict[str, object]) -> Example | None:
-    """An example as kept now (`VERSION`); one kept before and not yet rewritten is none."""
-    if value.get("v") != VERSION:
-        return None
-    try:
-        return Example(
-            ticket=str(value["ticket"]),
-            round=str(value["round"]),
-            category=str(value["category"]),
-            source=str(value["source"]),
-            reply=str(value["reply"]),
-            edited=bool(value.get("edited")),
-            at=str(value.get("at") or dt.datetime.now(dt.UTC).isoformat()),
-        )
-    except KeyError:
-        return None

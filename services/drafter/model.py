@@ -11,10 +11,10 @@ How the Draft comes back is `DESK_LLM_OUTPUT`:
   mode that works is remembered per model, so later calls go straight to it; the choice is
   logged once. A refusal never counts when it is a 429, a 502/503/504 or a timeout.
 
-Whatever the mode, an answer is read the same way: the Draft tool call if there is one, else
-one JSON object in the text (inside a ```json fence or text around it is tolerated).
+Whatever the mode, an answer is read the same way (`output`).
 
-Client retries are off (retrying is the bus's job); foreign errors are mapped here, once.
+Client retries are off (retrying is the bus's job); foreign errors are mapped once, as the call
+meets them (an error answer: `failures`).
 What is an outage of the endpoint — no connection, a timeout, 408/409/425/5xx, a 429 (the
 drafter's `Limiter` halves its calls in flight and waits out the Retry-After), refused
 credentials or path (401/402/403/404/405), an explicit `DESK_LLM_OUTPUT` mode refused — is an
@@ -29,47 +29,45 @@ outage, or after `RETRY_MODES_AFTER` seconds: a spell of bad answers does not de
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import openai
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
-from langchain_core.utils.function_calling import convert_to_openai_function
 from langchain_openai import ChatOpenAI
-from pydantic import BaseModel, ValidationError
 
-from shared import answers
-from shared.errors import DeskError, PermanentError, TransientError, Unavailable
 from shared.settings import DrafterSettings
 
+from .failures import Refused, mapped, refuses, without_health
 from .health import RETRY_MODES_AFTER, EndpointFailure, Health, ModelFailed
 from .limiter import Call, Limiter
 from .offline import OfflineDraftModel
-from .prompt import JSON_ANSWER, Draft
+from .output import (
+    MODES,
+    NO_DRAFT,
+    NOT_VALID,
+    Mode,
+    Output,
+    bind,
+    read,
+    token_counts,
+    with_json_instruction,
+)
+from .output import json_object as json_object  # re-exported: where tests import it from
+from .prompt import Draft
 
 log = logging.getLogger(__name__)
-
-DRAFT_TOOL = Draft.__name__
-
-Output = Literal["auto", "tool", "json_schema", "json"]
-Mode = Literal["tool", "json_schema", "json"]
-MODES: tuple[Mode, ...] = ("tool", "json_schema", "json")  # auto's order
 
 _WHAT: dict[Mode, str] = {
     "tool": "a forced tool call (tools, tool_choice)",
     "json_schema": "a JSON-schema response format (response_format)",
     "json": "JSON in plain text",
 }
-
-NOT_VALID = "the model's Draft did not validate"
-NO_DRAFT = "the model did not return a Draft"
 
 
 def make_model(settings: DrafterSettings) -> BaseChatModel:
@@ -125,32 +123,6 @@ class ModelAnswer:
     problem: str | None = None
 
 
-def response_format(schema: type[BaseModel]) -> dict[str, Any]:
-    """OpenAI's `json_schema` response format for `schema`: strict when every property is
-    required (what strict mode demands; true of Draft), else non-strict. vLLM, llama.cpp's
-    server and Ollama read `json_schema.schema` and accept (or ignore) `strict`."""
-    function = convert_to_openai_function(schema)  # pydantic titles stripped, descriptions kept
-    parameters: dict[str, Any] = function["parameters"]
-    strict = set(parameters.get("required") or ()) == set(parameters.get("properties") or {})
-    if strict:
-        parameters = {**parameters, "additionalProperties": False}
-    spec: dict[str, Any] = {"name": function["name"], "schema": parameters, "strict": strict}
-    if function.get("description"):
-        spec["description"] = function["description"]
-    return {"type": "json_schema", "json_schema": spec}
-
-
-DRAFT_FORMAT = response_format(Draft)
-
-
-def _bind(model: BaseChatModel, mode: Mode) -> Runnable[Any, BaseMessage]:
-    if mode == "tool":
-        return model.bind_tools([Draft], tool_choice=DRAFT_TOOL, parallel_tool_calls=False)
-    if mode == "json_schema":
-        return model.bind(response_format=DRAFT_FORMAT)
-    return model
-
-
 @dataclass
 class _Endpoint:
     """One model: its runnable per mode, and what auto learned about the endpoint.
@@ -158,7 +130,7 @@ class _Endpoint:
     Built once per model: turning the schema into a tool costs more than the offline model's
     whole answer. `with_structured_output` would wrap it in a parser map with fallbacks that
     re-derive the schema on every call (a quarter of the graph's CPU per event, measured);
-    reading the answer here gives the same outcomes."""
+    reading the answer ourselves (`output.read`) gives the same outcomes."""
 
     model: BaseChatModel  # held, so its id() is not reused while the entry lives
     mode: Mode = "tool"  # auto: the mode asked first now (moves down MODES; see `renew`)
@@ -186,7 +158,7 @@ class _Endpoint:
     def runnable(self, mode: Mode) -> Runnable[Any, BaseMessage]:
         found = self.bound.get(mode)
         if found is None:
-            found = self.bound[mode] = _bind(self.model, mode)
+            found = self.bound[mode] = bind(self.model, mode)
         return found
 
     def leave(self, mode: Mode, why: str) -> None:
@@ -222,174 +194,6 @@ def _endpoint(model: BaseChatModel) -> _Endpoint:
 def learned_mode(model: BaseChatModel) -> Mode:
     """The mode auto asks `model` in now (tool until the endpoint refused or ignored it)."""
     return _endpoint(model).mode
-
-
-# ---- the answer -------------------------------------------------------------------------------
-
-_FENCE = re.compile(r"```[a-zA-Z]*[ \t]*\n?(.*?)```", re.DOTALL)
-_MAX_STARTS = 20  # "{" positions tried per candidate text: prose with braces stays cheap
-
-
-def json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in `text`: inside a ``` fence, the whole text, or an object with
-    text around it. A tool call written out as text ({"name": "Draft", "arguments": {...}})
-    gives its arguments."""
-    decoder = json.JSONDecoder()
-    for candidate in [*(m.group(1) for m in _FENCE.finditer(text)), text]:
-        start = candidate.find("{")
-        for _ in range(_MAX_STARTS):
-            if start < 0:
-                break
-            try:
-                value, _end = decoder.raw_decode(candidate, start)
-            except ValueError:
-                start = candidate.find("{", start + 1)
-                continue
-            if isinstance(value, dict):
-                return _unwrapped(value)
-            start = candidate.find("{", start + 1)
-    return None
-
-
-def _unwrapped(value: dict[str, Any]) -> dict[str, Any]:
-    if value.get("name") == DRAFT_TOOL:
-        inner = value.get("arguments", value.get("parameters"))
-        if isinstance(inner, str):
-            try:
-                inner = json.loads(inner)
-            except ValueError:
-                return value
-        if isinstance(inner, dict):
-            return inner
-    return value
-
-
-@dataclass(frozen=True)
-class _Read:
-    draft: Draft | None
-    problem: str | None
-    ignored: bool  # the endpoint answered as if the mode's constraint was not there
-
-
-def _validated(args: Any) -> tuple[Draft | None, str | None]:
-    try:
-        return Draft.model_validate(args), None
-    except ValidationError:
-        return None, NOT_VALID
-
-
-def _read(message: BaseMessage, mode: Mode) -> _Read:
-    """The Draft in the model's answer, or why there is none."""
-    calls = getattr(message, "tool_calls", None) or []
-    invalid = getattr(message, "invalid_tool_calls", None) or []
-    for call in calls:
-        if call.get("name") == DRAFT_TOOL:
-            return _Read(*_validated(call.get("args") or {}), ignored=False)
-    for call in invalid:
-        if call.get("name") == DRAFT_TOOL:  # arguments that are not even JSON
-            return _Read(None, NOT_VALID, ignored=False)
-    if calls or invalid:
-        return _Read(None, NO_DRAFT, ignored=False)  # some other tool: the model's own mistake
-    if message.additional_kwargs.get("refusal"):
-        return _Read(None, NO_DRAFT, ignored=False)  # the model declined this ticket
-    found = json_object(message.text)
-    if found is None:
-        # prose: a forced tool call or a schema-constrained answer cannot be prose
-        return _Read(None, NO_DRAFT, ignored=mode != "json")
-    # JSON as text: expected in json_schema and json mode; in tool mode, tool_choice was ignored
-    return _Read(*_validated(found), ignored=mode == "tool")
-
-
-# ---- the call ---------------------------------------------------------------------------------
-
-# What a refusal of a mode says. Matched on the server's message because the status alone
-# cannot tell "no tools here" from a malformed or over-long request (both are 400s).
-_FEATURE: dict[Mode, re.Pattern[str]] = {
-    "tool": re.compile(r"tool|function", re.IGNORECASE),
-    "json_schema": re.compile(r"response_format|json_schema|structured", re.IGNORECASE),
-}
-_UNSUPPORTED = re.compile(
-    r"support|requir|not implemented|unknown|unrecognized|not allowed|not permitted",
-    re.IGNORECASE,
-)
-_REFUSING = (400, 404, 422, 501)
-
-
-class _Refused(Exception):
-    """The endpoint refused what the mode sends (never leaves this module)."""
-
-    def __init__(self, status: int) -> None:
-        super().__init__(f"refused ({status})")
-        self.status = status
-
-
-def _refuses(exc: openai.APIStatusError, mode: Mode) -> bool:
-    """Did the endpoint refuse the request because of what `mode` sends? Never for a 429 or a
-    502/503/504; a 500 only when it says the feature is unsupported ("tools param requires
-    --jinja flag", llama.cpp's server)."""
-    feature = _FEATURE.get(mode)
-    if feature is None:
-        return False  # json mode sends nothing a server could refuse
-    text = f"{exc.message} {exc.body}"
-    if exc.status_code in _REFUSING:
-        return feature.search(text) is not None
-    if exc.status_code == 500:
-        return feature.search(text) is not None and _UNSUPPORTED.search(text) is not None
-    return False
-
-
-# A refusal of what this prompt says (its size, its content): the ticket's own problem.
-CONTENT_REFUSED = (400, 413, 422)
-
-
-def _mapped(exc: openai.APIStatusError) -> DeskError:
-    """An error answer that is not a refusal of the mode: an outage of the endpoint, or (400,
-    413, 422) a refusal of this ticket's prompt. `shared.answers` reads the Retry-After."""
-    status = exc.status_code
-    if status in CONTENT_REFUSED:
-        return ModelFailed(f"the model endpoint refused the request ({status})")
-    found = answers.error(status, "", exc.response.headers)
-    retry_after = getattr(found, "retry_after", None)
-    if status == 429:
-        return EndpointFailure(
-            "model rate-limited (429)", kind="overloaded", retry_after=retry_after
-        )
-    if answers.kind(status) != "permanent":
-        return EndpointFailure(
-            f"model endpoint answered {status}", kind="server", retry_after=retry_after
-        )
-    if status in (401, 403):
-        return EndpointFailure(
-            f"model endpoint refused our credentials ({status}): check DESK_LLM_API_KEY",
-            kind="refused",
-        )
-    return EndpointFailure(
-        f"model endpoint refused the request ({status}): check DESK_LLM_BASE_URL and "
-        "DESK_LLM_MODEL",
-        kind="refused",
-    )
-
-
-def _without_health(failure: EndpointFailure) -> DeskError:
-    """An outage as a caller without a breaker sees it (`desk eval`, `desk shadow`)."""
-    if failure.kind == "overloaded":
-        return Unavailable(str(failure), retry_after=failure.retry_after)
-    if failure.kind == "refused":
-        return PermanentError(str(failure))
-    return TransientError(str(failure), retry_after=failure.retry_after)
-
-
-def _usage(message: Any) -> tuple[int, int]:
-    usage = getattr(message, "usage_metadata", None) or {}
-    return int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
-
-
-def _with_json_instruction(prompt: list[BaseMessage]) -> list[BaseMessage]:
-    """The prompt with the JSON answer format appended to its system message (one system
-    message: some chat templates reject a second one)."""
-    if prompt and isinstance(prompt[0], SystemMessage) and isinstance(prompt[0].content, str):
-        return [SystemMessage(f"{prompt[0].content}\n\n{JSON_ANSWER}"), *prompt[1:]]
-    return [SystemMessage(JSON_ANSWER), *prompt]
 
 
 _CALL: ContextVar[Call | None] = ContextVar("desk_model_call", default=None)
@@ -435,7 +239,7 @@ async def _call(
 async def _request(
     endpoint: _Endpoint, mode: Mode, prompt: list[BaseMessage]
 ) -> tuple[ModelAnswer, bool]:
-    asked = _with_json_instruction(prompt) if mode == "json" else prompt
+    asked = with_json_instruction(prompt) if mode == "json" else prompt
     try:
         message = await endpoint.runnable(mode).ainvoke(asked)
     except openai.LengthFinishReasonError as exc:  # json_schema: cut off at the token limit
@@ -445,17 +249,17 @@ async def _request(
     except openai.ContentFilterFinishReasonError:
         return ModelAnswer(None, 0, 0, NO_DRAFT), False
     except openai.APIStatusError as exc:
-        if _refuses(exc, mode):
-            raise _Refused(exc.status_code) from None
-        raise _mapped(exc) from None
+        if refuses(exc, mode):
+            raise Refused(exc.status_code) from None
+        raise mapped(exc) from None
     except openai.APITimeoutError:  # before APIConnectionError: it is one
         raise EndpointFailure("model unreachable (no answer in time)", kind="timeout") from None
     except openai.APIConnectionError as exc:
         raise EndpointFailure(
             f"model unreachable ({exc.__class__.__name__})", kind="unreachable"
         ) from None
-    read = _read(message, mode)
-    return ModelAnswer(read.draft, *_usage(message), read.problem), read.ignored
+    found = read(message, mode)
+    return ModelAnswer(found.draft, *token_counts(message), found.problem), found.ignored
 
 
 async def ask(
@@ -471,7 +275,7 @@ async def ask(
         try:
             return await _ask(model, prompt, output, limiter, None)
         except EndpointFailure as failure:
-            raise _without_health(failure) from None
+            raise without_health(failure) from None
     health.admit()
     try:
         answer = await _ask(model, prompt, output, limiter, health)
@@ -498,7 +302,7 @@ async def _ask(
     if output != "auto":
         try:
             answer, _ignored = await _call(endpoint, output, prompt, limiter)
-        except _Refused as refused:
+        except Refused as refused:
             others = ", ".join(m for m in ("auto", *MODES) if m != output)
             raise EndpointFailure(
                 f"the model endpoint refused {_WHAT[output]} with HTTP {refused.status}, "
@@ -511,7 +315,7 @@ async def _ask(
         mode = endpoint.mode
         try:
             answer, ignored = await _call(endpoint, mode, prompt, limiter)
-        except _Refused as refused:
+        except Refused as refused:
             endpoint.leave(mode, f"refused ({refused.status})")
             if health is not None:
                 endpoint.recoveries = health.recoveries

@@ -25,138 +25,14 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from shared import similarity
 
+from .categories import NEXT, classify, needs
+from .instructions import SENTENCE_END, guided
 from .prompt import FEEDBACK_HEADER, INSTRUCTIONS_HEADER
-
-_KEYWORDS: list[tuple[str, tuple[str, ...]]] = [
-    (
-        "refund",
-        (
-            *("refund", "money back", "reimburse"),
-            *("rückerstattung", "remboursement", "reembolso", "退款", "退钱"),
-        ),
-    ),
-    (
-        "invoice",
-        ("invoice", "receipt", "vat", "tax id", "rechnung", "facture", "factura", "发票", "收据"),
-    ),
-    (
-        "billing",
-        (
-            "charged twice",
-            "double charge",
-            "duplicate charge",
-            "charged",
-            "payment",
-            "billing",
-            "overcharge",
-            "subscription fee",
-            "cancel",
-            "discount",
-            "coupon",
-            "promo code",
-            "checkout",
-            "débité",
-            "扣款",
-            "扣费",
-        ),
-    ),
-    (
-        "account",
-        (
-            "password",
-            "log in",
-            "login",
-            "sign in",
-            "locked out",
-            "2fa",
-            "two-factor",
-            "account access",
-            "verification code",
-            "delete my account",
-            "my account deleted",
-            "konto",
-            "compte",
-            "账号",
-            "密码",
-            "登录",
-        ),
-    ),
-    (
-        "bug",
-        (
-            "error",
-            "crash",
-            "bug",
-            "broken",
-            "doesn't work",
-            "does not work",
-            "not working",
-            "fails",
-            "failed",
-            "export",
-            "freez",
-            "invit",
-            "崩溃",
-            "错误",
-        ),
-    ),
-]
-
-# What the team does next, per category: no policy (no times, outcomes or eligibility), only
-# who looks at it. A draft states a policy only as an offered passage of the knowledge base does.
-_NEXT = {
-    "refund": "I have passed your request to our billing team, who will review it and reply to "
-    "you here.",
-    "billing": "I have asked our billing team to check the payments on your account; we will "
-    "reply here as soon as they have.",
-    "invoice": "I have asked our billing team to look into your invoice; we will reply here once "
-    "they have.",
-    "bug": "I have shared your description with our engineering team, who are looking into it.",
-    "account": "I have passed your request to our account team, who will look into it.",
-    "other": "I have passed your message to the right team, who will look into it and reply here.",
-}
-# What the team needs, per category: (what says it is given already, the question). None: ask
-# nothing.
-_ASK: dict[str, tuple[re.Pattern[str] | None, str] | None] = {
-    "refund": (
-        re.compile(r"#\s?\d{3,}|\border\s+(?:no\.?\s*|number\s+)?\d{3,}", re.I),
-        "Could you send us the order number, so that we can find the payment?",
-    ),
-    "billing": (
-        re.compile(r"#\s?\d{3,}|\border\s+(?:no\.?\s*|number\s+)?\d{3,}", re.I),
-        "Could you send us the order number and the date of the payment?",
-    ),
-    "invoice": (
-        re.compile(r"\bINV-[\w-]+", re.I),
-        "Could you send us the invoice number and the details the invoice should show?",
-    ),
-    "bug": (
-        re.compile(r"\b(?:v(?:ersion)?\s?)?\d+\.\d+(?:\.\d+)?\b", re.I),
-        "Could you tell us the app version and the device or browser you use, and the steps "
-        "that lead to the problem?",
-    ),
-    "account": (
-        None,
-        "So that we can check it is you, please reply from the email address registered on "
-        "your account.",
-    ),
-    "other": None,
-}
-_BUG_DETAILS = "If you see an error message, a screenshot of it would help us."
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _TICKET = re.compile(r"<ticket>\s*(.*?)\s*</ticket>", re.DOTALL)
 _KNOWLEDGE = re.compile(r"<knowledge>\s*(.*?)\s*</knowledge>", re.DOTALL)
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 FACT_SENTENCES = 3  # of the passage that best answers the newest message, quoted as facts
-
-
-def classify(text: str) -> str:
-    lowered = text.lower()
-    for category, words in _KEYWORDS:
-        if any(word in lowered for word in words):
-            return category
-    return "other"
 
 
 def _section(text: str, header: str) -> list[str]:
@@ -175,14 +51,6 @@ def _standing(prompt: str, category: str) -> list[str]:
     """The standing instructions of `category` (the prompt's "- category: text" lines)."""
     found = [line.split(": ", 1) for line in _section(prompt, INSTRUCTIONS_HEADER)]
     return [pair[1] for pair in found if len(pair) == 2 and pair[0] == category]
-
-
-def _sentence(text: str) -> str:
-    text = text.strip()
-    if not text:
-        return text
-    text = text[0].upper() + text[1:]
-    return text if text[-1] in ".!?。！？" else text + "."
 
 
 def _quoted(pattern: re.Pattern[str], prompt: str) -> Any:
@@ -218,7 +86,7 @@ def _newest(body: str) -> str:
 
 def _question(text: str) -> str | None:
     """The last question `text` asks, if it asks one."""
-    asked = [s for s in _SENTENCE_END.split(" ".join(text.split())) if s.endswith(("?", "？"))]
+    asked = [s for s in SENTENCE_END.split(" ".join(text.split())) if s.endswith(("?", "？"))]
     return asked[-1] if asked else None
 
 
@@ -227,7 +95,7 @@ def _facts(passages: list[dict[str, str]], question: str, said: str) -> str:
     on one line and in the articles' order: the policy as the article states it. A sentence
     scores the terms it shares with the customer's `question` twice and those it shares with
     the rest of what they `said` once; the first sentences when none shares a term."""
-    sentences = [s for p in passages for s in _SENTENCE_END.split(" ".join(p["text"].split())) if s]
+    sentences = [s for p in passages for s in SENTENCE_END.split(" ".join(p["text"].split())) if s]
     asked, told = similarity.terms(question), similarity.terms(said)
     score = [
         2 * len(similarity.terms(s) & asked) + len(similarity.terms(s) & told) for s in sentences
@@ -244,112 +112,6 @@ def _answering(offered: list[dict[str, str]], about: str) -> list[dict[str, str]
     wanted = similarity.terms(about)
     best = max(offered, key=lambda p: len(similarity.terms(p["text"]) & wanted))
     return [p for p in offered if p["article"] == best["article"]]
-
-
-def _ask(category: str, said: str) -> list[str]:
-    """What the team needs from the customer, unless they said it already."""
-    ask = _ASK[category]
-    if ask is None:
-        return []
-    given, question = ask
-    if given is not None and given.search(said):
-        return [_BUG_DETAILS] if category == "bug" else []
-    return [question]
-
-
-# The reviewers' instructions the offline model can follow (feedback, and the standing
-# instructions of the category it picks). It follows them, never quotes them: an instruction is
-# for the drafter, the reply is for the customer. Others are left out, and the summary says so.
-_PLEASE = r"^(?:(?:please|also|and|then)\s+)*"
-_DONT = re.compile(
-    _PLEASE + r"(?:do\s+not|don't|dont|never|avoid|stop|no\s+more)\s+"
-    r"(?:(?:write|say|use|mention|promise|include)(?:ing)?\s+)?(?P<what>.+)",
-    re.I,
-)
-_SAY = re.compile(
-    _PLEASE + r"(?:say|mention|write|add|state|explain|tell\s+(?:the\s+customer|them|him|her)"
-    r"|let\s+(?:the\s+customer|them|him|her)\s+know)\s*(?:\bthat\b|:)\s*(?P<what>.+)",
-    re.I,
-)
-_ASK_FOR = re.compile(
-    _PLEASE + r"ask\s+(?:the\s+customer\s+|them\s+|him\s+|her\s+)?"
-    r"(?:(?P<how>for|to\s+send(?:\s+us)?|whether|if)\s+)(?P<what>.+)",
-    re.I,
-)
-_SORRY = re.compile(r"\bapologi[sz]e|\bsay\s+sorry\b|\bapology\b", re.I)
-_SHORTER = re.compile(
-    r"\bshorter\b|\bconcise\b|\btoo\s+long\b|\bbe\s+brief\b|\bkeep\s+it\s+short", re.I
-)
-_FORMAL = re.compile(r"\bmore\s+formal\b|\bformally\b", re.I)
-_QUOTED = re.compile(r"[\"“”'‘’«]([^\"“”‘’«»]{3,}?)[\"“”'’»]")
-_THIRD_PERSON = [
-    (re.compile(r"\bthe customer's\b", re.I), "your"),
-    (re.compile(r"\bthe customer\b", re.I), "you"),
-    (re.compile(r"\b(?:they|he|she)\s+(?:are|is)\b", re.I), "you are"),
-    (re.compile(r"\b(?:they|he|she|them|him)\b", re.I), "you"),
-    (re.compile(r"\b(?:their|his)\b", re.I), "your"),
-]
-SORRY = "I am sorry for the trouble this has caused."
-
-
-def _to_customer(text: str) -> str:
-    """An instruction's words about the customer as words to the customer."""
-    for pattern, words in _THIRD_PERSON:
-        text = pattern.sub(words, text)
-    return text.strip().rstrip(".!;,")
-
-
-def _without(paragraphs: list[str], phrase: str) -> list[str]:
-    """`paragraphs` (after the greeting) without the sentences that contain `phrase`."""
-    wanted = " ".join(phrase.lower().split())
-    kept = paragraphs[:1]
-    for paragraph in paragraphs[1:]:
-        sentences = [
-            s for s in _SENTENCE_END.split(paragraph) if wanted not in " ".join(s.lower().split())
-        ]
-        if sentences:
-            kept.append(" ".join(sentences))
-    return kept
-
-
-def guided(paragraphs: list[str], guidance: list[str], name: str) -> tuple[list[str], list[str]]:
-    """The reply's paragraphs (greeting first, no closing yet) with what it can follow of
-    `guidance` done, and the instructions it could not follow."""
-    declined = []
-    for text in guidance:
-        for clause in (c.strip() for c in re.split(r"(?<=[.;!?])\s+|\n+", text) if c.strip()):
-            dont, say, ask = _DONT.match(clause), _SAY.match(clause), _ASK_FOR.match(clause)
-            if dont:
-                quoted = _QUOTED.findall(clause)
-                phrases = quoted or [dont.group("what")]
-                for phrase in phrases:
-                    phrase = phrase.strip().rstrip(".!;,").removesuffix("…").removesuffix("...")
-                    paragraphs = _without(paragraphs, phrase)
-            elif say:
-                added = _sentence(_to_customer(say.group("what")))
-                if added and added not in paragraphs:
-                    paragraphs = [*paragraphs, added]
-            elif ask:
-                what = _to_customer(ask.group("what"))
-                how = ask.group("how").lower()
-                question = (
-                    f"Could you tell us {how} {what}?"
-                    if how in ("whether", "if")
-                    else f"Could you send us {what}?"
-                )
-                paragraphs = [*paragraphs, question]
-            elif _SORRY.search(clause):
-                if SORRY not in paragraphs:
-                    paragraphs = [paragraphs[0], SORRY, *paragraphs[1:]]
-            elif _SHORTER.search(clause):
-                paragraphs = paragraphs[:1] + [
-                    _SENTENCE_END.split(p)[0] for p in paragraphs[1:] if p != SORRY
-                ]
-            elif _FORMAL.search(clause):
-                paragraphs = [f"Dear {name},", *paragraphs[1:]]
-            else:
-                declined.append(clause)
-    return paragraphs, declined
 
 
 def compose(prompt: str) -> dict[str, Any]:
@@ -393,10 +155,10 @@ def compose(prompt: str) -> dict[str, Any]:
             paragraphs.append(_facts(answering, question or "", f"{subject}\n{newest}"))
             sources.append(answering[0]["article"])
             paragraphs.append(
-                "We will follow up on it in this conversation." if later else _NEXT[category]
+                "We will follow up on it in this conversation." if later else NEXT[category]
             )
         else:  # nothing known applies: no policy, what the team does and what it needs
-            paragraphs.append(" ".join([_NEXT[category], *_ask(category, body)]))
+            paragraphs.append(" ".join([NEXT[category], *needs(category, body)]))
     guidance = [*_standing(prompt, category), *_section(prompt, FEEDBACK_HEADER)]
     paragraphs, declined = guided(paragraphs, guidance, name)
     paragraphs.append(

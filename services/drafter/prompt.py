@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shared.inbox import Category
 
+from .examples import Example
 from .knowledge import Passage
-from .memory import Example
 
 
 def _every_field_required(schema: dict[str, Any]) -> None:

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import checks, model, prompt
+from .examples import Example
 from .graph.state import Deps
 from .knowledge import Passage
-from .memory import Example
 
 
 @dataclass(frozen=True)

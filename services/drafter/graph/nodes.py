@@ -10,16 +10,14 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from shared import conversation
-from shared.helpdesk.base import Customer, Ticket
+from shared.helpdesk.base import Ticket
 from shared.inbox import (
-    CATEGORIES,
     DRAFT_CONFIG,
     NOTIFY_CONFIG,
     NOTIFY_SUPERVISOR,
     SEND_REPLY,
     WRITE_CONFIG,
     ActionRequest,
-    Citation,
     Cost,
     Decision,
     InboxItem,
@@ -27,9 +25,10 @@ from shared.inbox import (
     item_id,
 )
 
-from .. import checks, memory, metrics, prompt, writer
+from .. import checks, metrics, prompt, writer
 from ..health import ModelFailed
 from ..knowledge import Passage
+from . import items, lessons
 from .state import Deps, State
 
 
@@ -98,7 +97,7 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
     ticket = state["ticket"]
     feedback = state.get("feedback", [])
     passages = await _passages(deps, ticket, _round(state))
-    examples = await _examples(state, runtime, passages)
+    examples = await lessons.shown(state, runtime, passages, _round(state))
     instructions = (await deps.guidance()).by_category() if deps.guidance else {}
     asked = writer.Asked(feedback, passages, examples, instructions)
     try:
@@ -118,9 +117,9 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
     version = state.get("version", 0) + 1
     d = written.draft
     item = InboxItem(
-        action_request=_reply(ticket, d.reply),
+        action_request=items.reply(ticket, d.reply),
         config=DRAFT_CONFIG,
-        description=_description(ticket, d.summary, feedback, warnings),
+        description=items.description(ticket, d.summary, feedback, warnings),
         id=item_id(state["thread"], version),
         thread=state["thread"],
         version=version,
@@ -132,10 +131,10 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
         cost=Cost(input_tokens=tokens_in, output_tokens=tokens_out, usd=usage["usd"]),
         warnings=warnings,
         feedback=feedback,
-        citations=_citations(passages, d.sources),
+        citations=items.citations(passages, d.sources),
         instructions=instructions.get(d.category, []),
         examples=[e.ref for e in examples],
-        **_conversation_fields(state),
+        **items.conversation_fields(state),
     )
     return {
         "draft": d.model_dump(),
@@ -146,12 +145,6 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
         "handled_version": state.get("event_version") or ticket.get("updated_at"),
         "cause": None,
     }
-
-
-def _reply(ticket: dict[str, Any], text: str) -> ActionRequest:
-    """Sending `text` as the public reply on `ticket`."""
-    args = {"ticket_id": ticket["id"], "subject": f"Re: {ticket.get('subject', '')}", "reply": text}
-    return ActionRequest(action=SEND_REPLY, args=args)
 
 
 def _no_draft(
@@ -171,7 +164,7 @@ def _no_draft(
         )
     customer = (ticket.get("customer") or {}).get("name", "a customer")
     item = InboxItem(
-        action_request=_reply(ticket, ""),  # written by a person
+        action_request=items.reply(ticket, ""),  # written by a person
         config=WRITE_CONFIG,
         description=f"Ticket {ticket['id']} from {customer}: {why}.",
         id=item_id(state["thread"], version),
@@ -186,7 +179,7 @@ def _no_draft(
         warnings=warnings,
         feedback=feedback,
         no_draft=problem,
-        **_conversation_fields(state),
+        **items.conversation_fields(state),
     )
     metrics.NO_DRAFT.inc()
     return {
@@ -212,54 +205,6 @@ async def _passages(deps: Deps, ticket: dict[str, Any], round_: dict[str, Any]) 
     return await asyncio.to_thread(deps.knowledge.search, query, deps.passages)
 
 
-async def _examples(
-    state: State, runtime: Runtime[Deps], passages: list[Passage]
-) -> list[memory.Example]:
-    """The sent replies of the past rounds from the same helpdesk most like this one, of the
-    category it is likely in: the one its last draft chose (a redraft), or that of the
-    knowledge it was given."""
-    if runtime.store is None or runtime.context.examples <= 0:
-        return []
-    category = (state.get("draft") or {}).get("category") or next(
-        (p.category for p in passages if p.category in CATEGORIES), None
-    )
-    return await memory.similar(
-        runtime.store,
-        prompt.query(state["ticket"], _round(state)),
-        category,
-        runtime.context.examples,
-        source=_helpdesk(state),
-        besides=memory.key(state["thread"], state.get("round") or ""),
-    )
-
-
-def _helpdesk(state: State) -> str:
-    """The helpdesk the ticket belongs to (not the source of the event that woke the round: a
-    webhook, a backfill and a stale scan of one ticket are one helpdesk's)."""
-    return memory.helpdesk_of(str(state["ticket"].get("id") or state["thread"]))
-
-
-def _customer_names(ticket: dict[str, Any]) -> list[str]:
-    """What names the customer in the ticket: their name, address and id as the helpdesk
-    has them, and the names and addresses their messages are signed with."""
-    customer = ticket.get("customer") or {}
-    names = [str(customer.get(field) or "") for field in ("name", "email", "id")]
-    for m in ticket.get("messages") or []:
-        if m.get("author") == "customer":
-            names += [str(m.get("author_name") or ""), str(m.get("author_email") or "")]
-    return [n for n in dict.fromkeys(names) if n.strip()]
-
-
-def _citations(passages: list[Passage], sources: list[str]) -> list[Citation]:
-    """The given passages of each article the draft cites, in the order it cites them."""
-    return [
-        Citation(article=p.article, title=p.title, section=p.section, passage=p.text, url=p.url)
-        for article in dict.fromkeys(sources)
-        for p in passages
-        if p.article == article
-    ]
-
-
 async def notify(state: State) -> dict[str, Any]:
     """Escalation: a supervisor must see it; no draft, only acknowledge (ignore) allowed."""
     ticket = state["ticket"]
@@ -283,7 +228,7 @@ async def notify(state: State) -> dict[str, Any]:
         summary=f"Escalation: {ticket.get('subject', '')}"[:120],
         trigger=Trigger(**state["trigger"]),
         created_at=dt.datetime.now(dt.UTC),
-        **_conversation_fields(state),
+        **items.conversation_fields(state),
     )
     return {
         "version": version,
@@ -330,47 +275,16 @@ async def finish(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
         # (idempotent: one per round), the customer's details as placeholders and never their
         # own words; forgotten if the sender withdraws it (Drafter.on_result). An auto-sent
         # reply was read by no person: held until a person's audit finds it fine (audits.py)
-        item = state.get("item") or {}
-        example = memory.Example(
-            ticket=str(state["ticket"].get("id")),
-            round=state.get("round") or "r1",
-            category=str(item.get("category") or "other"),
-            source=_helpdesk(state),
-            reply=_sent_text(state, decision),
-            edited=outcome == "edited",
-            at=str(decision.get("decided_at") or dt.datetime.now(dt.UTC).isoformat()),
-        )
-        names = _customer_names(state["ticket"])
-        if decision.get("auto"):
-            await memory.hold(
-                runtime.store,
-                state["thread"],
-                example,
-                item=str(item.get("id") or ""),
-                version=int(item.get("version") or 0),
-                names=names,
-            )
-        else:
-            await memory.remember(runtime.store, state["thread"], example, names=names)
+        await lessons.keep(runtime.store, state, decision, edited=outcome == "edited")
     if state.get("inline_ticket") and outcome in ("accepted", "edited"):
         # a mail conversation lives only here: our approved reply becomes part of it
         update["ticket"] = _replied(state, decision)
     return update
 
 
-def _sent_text(state: State, decision: dict[str, Any]) -> str:
-    """The reply as approved: the reviewer's edit, or the draft."""
-    args = (state.get("item") or {}).get("action_request", {}).get("args", {})
-    text = str(args.get("reply") or "")
-    edited = decision.get("args")
-    if decision.get("type") == "edit" and isinstance(edited, dict):
-        text = str((edited.get("args") or {}).get("reply") or text)
-    return text
-
-
 def _replied(state: State, decision: dict[str, Any]) -> dict[str, Any]:
     ticket = dict(state["ticket"])
-    text = _sent_text(state, decision)
+    text = lessons.sent_text(state, decision)
     reply = {
         "id": f"desk-{state.get('round') or 'r1'}",
         "author": "agent",
@@ -387,34 +301,3 @@ def _round(state: State) -> dict[str, Any]:
         "kind": state.get("round_kind") or "answer",
         "messages": list(state.get("round_messages", [])),
     }
-
-
-def _conversation_fields(state: State) -> dict[str, Any]:
-    ticket = Ticket.model_validate(state["ticket"])
-    cause = state.get("cause") or None
-    if cause is None and state.get("round_kind") == "followup":
-        cause = "follow-up: the ticket waits on the customer"
-    return {
-        "round": state.get("round") or "r1",
-        "round_kind": state.get("round_kind") or "answer",
-        "round_messages": list(state.get("round_messages", [])),
-        "seen_through": state.get("seen_through"),
-        "cause": cause,
-        "conversation": list(ticket.messages),
-        "customer": Customer.model_validate(ticket.customer.model_dump()),
-        "ticket_status": ticket.status,
-        "priority": ticket.priority,
-        "in_helpdesk": not state.get("inline_ticket"),
-    }
-
-
-def _description(
-    ticket: dict[str, Any], summary: str, feedback: list[str], warnings: list[str]
-) -> str:
-    customer = (ticket.get("customer") or {}).get("name", "a customer")
-    lines = [f"Ticket {ticket['id']} from {customer}: {summary}"]
-    if feedback:
-        lines.append(f"Redrafted with {len(feedback)} piece(s) of reviewer feedback.")
-    if warnings:
-        lines.append("Check before sending: " + "; ".join(warnings))
-    return "\n".join(lines)

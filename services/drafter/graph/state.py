@@ -13,9 +13,10 @@ from shared.helpdesk import SourceSystem
 from shared.settings import DrafterSettings
 
 from ..health import Health
-from ..knowledge import Knowledge, retriever_of
+from ..knowledge import Knowledge
 from ..limiter import Limiter
-from ..model import Output
+from ..output import Output
+from ..retrievers import retriever_of
 
 
 class State(TypedDict, total=False):
