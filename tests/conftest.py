@@ -57,7 +57,7 @@ async def bus(nats_server: NatsServer) -> AsyncIterator[Bus]:
 
 @pytest.fixture
 def fake_llm() -> Iterator[FakeLLM]:
-    """A started FakeLLM (standins/llm.py), stopped after the test."""
+    """A started FakeLLM (standins/llm/), stopped after the test."""
     with FakeLLM() as fake:
         yield fake
 

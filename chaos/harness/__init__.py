@@ -26,7 +26,7 @@
    database on a real PostgreSQL server (DESK_DATABASE_URL), and one more fault is an outage of
    it: every connection terminated, new ones refused for a few seconds, nothing restarted.
 6. Waits until quiescent (`observation`) or the deadline, prints one PASS/FAIL line per
-   invariant (`report`; the conversation ones from chaos/rounds.py) and exits 0 only if all
+   invariant (`report`; the conversation ones from chaos/rounds/) and exits 0 only if all
    hold. The stack is always stopped (SIGINT to the supervisor). `run` ties the steps together.
 """
 

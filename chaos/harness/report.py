@@ -1,4 +1,4 @@
-"""The report: one PASS/FAIL line per invariant (the conversation ones from chaos/rounds.py),
+"""The report: one PASS/FAIL line per invariant (the conversation ones from chaos/rounds/),
 then an INFO line of counts."""
 
 from __future__ import annotations

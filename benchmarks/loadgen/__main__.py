@@ -1,0 +1,5 @@
+"""The generator's child process, started by `LoadGenerator` as `python -m benchmarks.loadgen`."""
+
+from .generator import serve
+
+serve()
