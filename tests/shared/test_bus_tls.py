@@ -148,7 +148,11 @@ async def test_a_real_nats_server_without_tls_is_refused_before_the_login(
     )  # fmt: skip
     server.start()
     try:
-        # the start's own probe of the client port (it read the greeting and left)
+        # the start's own probe of the client port (it read the greeting and left): one
+        # connection, which the server lists as closed a moment later
+        await eventually(
+            lambda: client_connections(server, "closed"), message="the start's probe, closed"
+        )
         probes = {c["cid"] for c in client_connections(server, "closed")}
 
         def ours() -> list[dict[str, object]]:
