@@ -7,10 +7,7 @@ datetime compared is converted to UTC first.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import datetime as dt
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,24 +16,17 @@ from sqlalchemy import select as core_select
 from sqlalchemy.engine import Connection
 from sqlmodel import Session, col, select
 
-from .. import clock
+from .. import clock, cursor
 from ..errors import PermanentError
 from .base import Customer, Message, Ticket, TicketPage, ticket_not_found
 from .tables import TABLES, CustomerRow, MessageRow, TicketRow
 
 
-def encode_cursor(updated_at: dt.datetime, ticket_id: str) -> str:
-    raw = json.dumps([clock.utc(updated_at).isoformat(), ticket_id]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
+def decode_cursor(given: str) -> tuple[dt.datetime, str]:
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        stamp, ticket_id = json.loads(raw)
-        return clock.utc(dt.datetime.fromisoformat(stamp)), str(ticket_id)
-    except (binascii.Error, ValueError, TypeError) as exc:
-        raise PermanentError("invalid cursor") from exc
+        return cursor.decode(given)
+    except ValueError:
+        raise PermanentError("invalid cursor") from None
 
 
 _CUSTOMERS, _TICKETS, _MESSAGES = (t.c for t in TABLES)
@@ -159,7 +149,7 @@ def page(
     tickets = [ticket(row, customer, conversations[row.id]) for row, customer in found]
     last = tickets[-1] if more else None
     return TicketPage(
-        tickets=tickets, next_cursor=encode_cursor(last.updated_at, last.id) if last else None
+        tickets=tickets, next_cursor=cursor.encode(last.updated_at, last.id) if last else None
     )
 
 

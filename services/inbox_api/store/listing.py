@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -12,23 +10,22 @@ from sqlalchemy import and_, not_, or_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from shared import cursor
+
 from . import claims, search
 from .documents import item_json
 from .errors import Invalid
-from .tables import PRIORITIES, ClaimRow, ItemRow, as_utc, now
+from .tables import PRIORITIES, ClaimRow, ItemRow, now
 
 
 def encode_cursor(created_at: dt.datetime, item_id: str) -> str:
-    raw = json.dumps([as_utc(created_at).isoformat(), item_id]).encode()  # type: ignore[union-attr]
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return cursor.encode(created_at, item_id)
 
 
-def decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
+def decode_cursor(given: str) -> tuple[dt.datetime, str]:
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        stamp, item_id = json.loads(raw)
-        return dt.datetime.fromisoformat(stamp), str(item_id)
-    except (ValueError, TypeError, json.JSONDecodeError):
+        return cursor.decode(given)
+    except ValueError:
         raise Invalid("cursor is not one this API gave out") from None
 
 
