@@ -17,10 +17,13 @@ from typing import Any
 import httpx
 
 from shared import chat, deadletters, subjects
+from shared.breaker import BreakerSettings, CircuitBreaker
 from shared.bus import Bus
 from shared.envelope import Envelope
 from shared.history import stored_since
 from shared.logging import redact
+from shared.outbound import Endpoint
+from shared.ratelimit import TokenBucket
 from shared.results import REPORT_DAILY, event_id
 
 log = logging.getLogger(__name__)
@@ -195,12 +198,21 @@ async def publish(bus: Bus, report: dict[str, Any], now: dt.datetime) -> None:
 
 
 async def post_to_slack(url: str, text: str, flavour: chat.Flavour = "slack") -> bool:
-    """Post the rendered report, every line quoted inert for `flavour`, previews off."""
+    """Post the rendered report, every line quoted inert for `flavour`, previews off: once a
+    day, one attempt (the next report is the retry)."""
     body = chat.payload(chat.quote_lines(text, flavour), flavour)
+    endpoint = Endpoint(
+        url,
+        name="report",
+        connect_timeout=3,
+        read_timeout=8,
+        breaker=CircuitBreaker(BreakerSettings()),
+        bucket=TokenBucket(1.0, 1),
+    )
     try:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(8, connect=3)) as client:
-            answer = await client.post(url, json=body)
-        return answer.status_code < 300
-    except httpx.HTTPError as exc:
-        log.warning("report not posted to the chat webhook: %s", exc.__class__.__name__)
-        return False
+        attempt = await endpoint.post(json=body)
+    finally:
+        await endpoint.close()
+    if attempt.outcome != "ok":
+        log.warning("report not posted to the chat webhook: %s", attempt.error)
+    return attempt.outcome == "ok"

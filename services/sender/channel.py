@@ -1,11 +1,10 @@
 """Delivery channels behind the outbox. `webhook` POSTs the reply with an Idempotency-Key.
 
-Outcomes, the status read by `shared.answers`: delivered (2xx), failed (a permanent answer:
-the other 4xx, retrying cannot help), retry (a transient answer: 408, 409, 425, 429, 5xx, with
-its Retry-After; or could not connect: nothing was received; the breaker or the rate limit
-refusing the call raises `Unavailable` instead: no request was made), unknown (the request went
-out and no answer came back: re-checked by sending again with the same Idempotency-Key, never
-as a new message).
+An attempt's outcome is the outbound endpoint's (`shared.outbound`): ok (delivered), failed (a
+permanent answer: retrying cannot help), retry (a transient answer with its Retry-After, or
+nothing was received), unknown (the request went out and no answer came back: re-checked by
+sending again with the same Idempotency-Key, never as a new message); the breaker or the rate
+limit refusing the call raises `Unavailable` instead: no request was made.
 """
 
 from __future__ import annotations
@@ -13,32 +12,18 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-import httpx
-
-from shared import answers, mail
+from shared import mail
 from shared.breaker import BreakerSettings, CircuitBreaker
-from shared.errors import Unavailable
+from shared.outbound import Attempt, Endpoint
+from shared.ratelimit import TokenBucket
 from shared.settings import SenderSettings
 from shared.signatures import standard_sign
 
-from .ratelimit import TokenBucket
 from .store import OutboxRow
 
 log = logging.getLogger(__name__)
-
-Outcome = Literal["delivered", "failed", "retry", "unknown", "wait"]  # wait: no request made
-
-
-@dataclass(frozen=True)
-class Attempt:
-    outcome: Outcome
-    status_code: int | None
-    duration_ms: int
-    error: str | None = None
-    retry_after: float | None = None
 
 
 class WebhookChannel:
@@ -54,15 +39,22 @@ class WebhookChannel:
         breaker: CircuitBreaker,
         bucket: TokenBucket,
     ) -> None:
-        self.url = url
         self.secret = secret
-        self.breaker = breaker
-        self.bucket = bucket
-        timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
-        self.client = httpx.AsyncClient(timeout=timeout)
+        self.endpoint = Endpoint(
+            url,
+            name="channel",
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            breaker=breaker,
+            bucket=bucket,
+        )
+
+    @property
+    def url(self) -> str:
+        return self.endpoint.url
 
     async def close(self) -> None:
-        await self.client.aclose()
+        await self.endpoint.close()
 
     def body(self, row: OutboxRow) -> bytes:
         """The request body. Its header-like values (the subject, the recipient) are one line
@@ -85,12 +77,8 @@ class WebhookChannel:
         ).encode()
 
     async def deliver(self, row: OutboxRow) -> Attempt:
-        """One attempt; raises Unavailable when the breaker or the rate limit says wait."""
-        if not self.breaker.allow():
-            raise Unavailable("channel circuit open", retry_after=self.breaker.retry_after())
-        if not await self.bucket.take(max_wait=5.0):
-            self.breaker.release()  # no call made: hand back a half-open probe slot, if taken
-            raise Unavailable("channel rate limit", retry_after=self.bucket.wait_time())
+        """One attempt (`shared.outbound`); raises `Unavailable` when the breaker or the rate
+        limit says wait. The outbox key is the Idempotency-Key (and the webhook id)."""
         body = self.body(row)
         stamp = int(time.time())
         headers = {"Content-Type": "application/json", "Idempotency-Key": row.key}
@@ -102,31 +90,7 @@ class WebhookChannel:
                     "webhook-signature": standard_sign(self.secret, row.key, stamp, body),
                 }
             )
-        started = time.monotonic()
-        try:
-            response = await self.client.post(self.url, content=body, headers=headers)
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-            self.breaker.record(False)
-            return Attempt("retry", None, _ms(started), f"not sent: {exc.__class__.__name__}")
-        except httpx.TimeoutException as exc:
-            self.breaker.record(False)
-            return Attempt("unknown", None, _ms(started), f"no answer: {exc.__class__.__name__}")
-        except httpx.HTTPError as exc:
-            self.breaker.record(False)
-            return Attempt(
-                "unknown", None, _ms(started), f"broken exchange: {exc.__class__.__name__}"
-            )
-        code = response.status_code
-        verdict = answers.kind(code)
-        if verdict == "ok":
-            self.breaker.record(True)
-            return Attempt("delivered", code, _ms(started))
-        if verdict == "transient":
-            self.breaker.record(False)
-            wait = answers.retry_after(response.headers)
-            return Attempt("retry", code, _ms(started), f"answered {code}", wait)
-        self.breaker.record(True)  # the channel works; it refused this request for good
-        return Attempt("failed", code, _ms(started), f"refused with {code}: {response.text[:200]}")
+        return await self.endpoint.post(content=body, headers=headers)
 
 
 def breaker(settings: SenderSettings, what: str) -> CircuitBreaker:
@@ -162,7 +126,3 @@ def _one_line(recipient: dict[str, Any] | None) -> dict[str, Any] | None:
     if recipient is None:
         return None
     return {k: mail.single_line(v) if isinstance(v, str) else v for k, v in recipient.items()}
-
-
-def _ms(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)

@@ -8,9 +8,10 @@ from sqlalchemy.engine import Engine
 
 from shared import clock
 from shared.errors import Unavailable
+from shared.outbound import Attempt
 
 from . import store
-from .channel import Attempt, WebhookChannel
+from .channel import WebhookChannel
 from .fresh_state import FreshState
 from .metrics import DELIVERIES
 from .results import Results
@@ -47,8 +48,9 @@ class Courier:
         try:
             outcome = await self.channel.deliver(row)
         except Unavailable as exc:  # the breaker or the rate limit: no request was made
-            outcome = Attempt("wait", None, 0, str(exc), exc.retry_after)
-        DELIVERIES.labels(self.channel.name, outcome.outcome).inc()
+            outcome = Attempt.waited(exc)
+        said = "delivered" if outcome.outcome == "ok" else outcome.outcome
+        DELIVERIES.labels(self.channel.name, said).inc()
         if outcome.outcome != "wait":
             await asyncio.to_thread(
                 store.audit,
@@ -57,10 +59,10 @@ class Courier:
                 self.channel.name,
                 status_code=outcome.status_code,
                 duration_ms=outcome.duration_ms,
-                outcome=outcome.outcome,
+                outcome=said,
                 error=outcome.error,
             )
-        if outcome.outcome == "delivered":
+        if outcome.outcome == "ok":
             await self.results.delivered(row)
             return
         # once a request may have reached the channel, the reply's fate is unknown until the

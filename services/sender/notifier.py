@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from prometheus_client import Counter
 from sqlalchemy.engine import Engine
@@ -35,7 +35,7 @@ from sqlalchemy.engine import Engine
 from shared import chat, ids, subjects
 from shared.consumer import Delivery
 from shared.envelope import Envelope
-from shared.errors import BusinessReject, PermanentError, TransientError
+from shared.errors import BusinessReject, PermanentError, TransientError, Unavailable
 from shared.helpdesk import SourceSystem, Ticket
 from shared.helpdesk.configured import open_configured
 from shared.helpdesk.events import TicketRef, ticket_ref
@@ -49,7 +49,7 @@ from shared.settings import SenderSettings
 from . import notifications
 from .messages import escalation_message, message, notice_message
 from .store import ResultRow, now
-from .webhook import SLACK, Outcome, SlackWebhook, open_notify_webhook
+from .webhook import SLACK, SlackWebhook, open_notify_webhook
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,7 @@ NOTIFICATIONS = Counter(
     "duplicate).",
     ["channel", "outcome"],
 )
+OUTCOMES = ("sent", "failed", "retry", "duplicate")
 
 
 class Notifier:
@@ -85,7 +86,7 @@ class Notifier:
         self.max_deliver = max_deliver
         self.lease_ttl = lease_ttl
         self.lease_wait = lease_wait
-        for outcome in (*get_args(Outcome), "duplicate"):  # every series exists at 0
+        for outcome in OUTCOMES:  # every series exists at 0
             NOTIFICATIONS.labels(self.channel, outcome)
 
     @classmethod
@@ -214,13 +215,10 @@ class Notifier:
         final = attempt >= self.max_deliver
         try:
             outcome = await self.webhook.post(text)
-        except TransientError as exc:  # the breaker or the rate limit: no call was made
+        except Unavailable:  # the breaker or the rate limit: no call made, none spent: it waits
             NOTIFICATIONS.labels(SLACK, "retry").inc()
-            if not final:
-                raise
-            await self._settle(row, SLACK, "failed", None, str(exc), attempted=False)
-            return
-        if outcome.outcome == "sent":
+            raise
+        if outcome.outcome == "ok":
             await self._settle(row, SLACK, "sent", outcome.status_code, None, attempted=True)
             return
         if outcome.outcome == "failed" or final:

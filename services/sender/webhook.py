@@ -1,34 +1,20 @@
-"""The supervisors' incoming webhook: one post per call, behind a circuit breaker and a rate
-limit of its own. Its answer is read by `shared.answers` as sent, retry or failed; what each
-means for the notification is the notifier's (`notifier`).
+"""The supervisors' incoming webhook: an outbound endpoint (`shared.outbound`) with a circuit
+breaker and a rate limit of its own, posting chat messages. What each outcome means for the
+notification is the notifier's (`notifier`); an open breaker raises `Unavailable`, as for the
+reply channel: the notification waits in place.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
-import httpx
-
-from shared import answers, chat
+from shared import chat
 from shared.breaker import CircuitBreaker
-from shared.errors import TransientError
+from shared.outbound import Attempt, Endpoint
+from shared.ratelimit import TokenBucket
 from shared.settings import SenderSettings
 
 from .channel import breaker
-from .ratelimit import TokenBucket
 
 SLACK = "slack"
-
-Outcome = Literal["sent", "failed", "retry"]
-
-
-@dataclass(frozen=True)
-class Attempt:
-    outcome: Outcome
-    status_code: int | None
-    error: str | None = None
-    retry_after: float | None = None
 
 
 class SlackWebhook:
@@ -46,40 +32,23 @@ class SlackWebhook:
         bucket: TokenBucket,
         flavour: chat.Flavour = "slack",
     ) -> None:
-        self.url = url  # a secret: it carries the webhook's token; never logged
         self.flavour = flavour
-        self.breaker = breaker
-        self.bucket = bucket
-        self.client = httpx.AsyncClient(
-            timeout=httpx.Timeout(read_timeout, connect=connect_timeout)
+        # the URL is a secret: it carries the webhook's token; never logged
+        self.endpoint = Endpoint(
+            url,
+            name="notify",
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            breaker=breaker,
+            bucket=bucket,
         )
 
     async def close(self) -> None:
-        await self.client.aclose()
+        await self.endpoint.close()
 
     async def post(self, text: str) -> Attempt:
-        """One attempt; raises TransientError when the breaker or the rate limit says wait."""
-        if not self.breaker.allow():
-            raise TransientError("notify circuit open", retry_after=self.breaker.retry_after())
-        if not await self.bucket.take(max_wait=5.0):
-            self.breaker.release()  # no call made: hand back a half-open probe slot, if taken
-            raise TransientError("notify rate limit", retry_after=self.bucket.wait_time())
-        try:
-            response = await self.client.post(self.url, json=chat.payload(text, self.flavour))
-        except httpx.HTTPError as exc:  # no connection, a timeout, a broken exchange
-            self.breaker.record(False)
-            return Attempt("retry", None, f"no answer: {exc.__class__.__name__}")
-        code = response.status_code
-        verdict = answers.kind(code)
-        if verdict == "ok":
-            self.breaker.record(True)
-            return Attempt("sent", code)
-        if verdict == "transient":
-            self.breaker.record(False)
-            wait = answers.retry_after(response.headers)
-            return Attempt("retry", code, f"answered {code}", wait)
-        self.breaker.record(True)  # the webhook works; it refused this message for good
-        return Attempt("failed", code, f"refused with {code}: {response.text[:200]}")
+        """One attempt; raises `Unavailable` when the breaker or the rate limit says wait."""
+        return await self.endpoint.post(json=chat.payload(text, self.flavour))
 
 
 def open_notify_webhook(settings: SenderSettings) -> SlackWebhook | None:

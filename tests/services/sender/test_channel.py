@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from services.sender.channel import WebhookChannel
-from services.sender.ratelimit import TokenBucket
+from shared.ratelimit import TokenBucket
 from services.sender.store import OutboxRow
 from shared.breaker import BreakerSettings, CircuitBreaker
 from standins.channel import FakeChannel

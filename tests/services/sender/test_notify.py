@@ -17,7 +17,7 @@ from markdown_it import MarkdownIt
 from desk.helpdesk import ensure_demo
 from services.sender import notifications
 from services.sender.notifier import SlackWebhook, message
-from services.sender.ratelimit import TokenBucket
+from shared.ratelimit import TokenBucket
 from shared import chat, ids, subjects
 from shared.breaker import BreakerSettings, CircuitBreaker
 from shared.bus import Bus
@@ -326,6 +326,34 @@ async def test_the_retry_after_is_read_as_seconds_or_a_date(
     fake_channel.retry_after = http_date(30) if value == "date" else value
     attempt = await slack.post("hello")
     assert attempt.retry_after is not None and lowest <= attempt.retry_after <= highest
+
+
+async def test_an_open_breaker_makes_no_call_and_the_notification_waits_in_place(
+    fake_channel: FakeChannel,
+) -> None:
+    """The supervisors' webhook answers an open breaker as the reply channel does: no call,
+    `Unavailable` (the consumer runtime holds the delivery, spending none of its attempts),
+    where it used to spend one and, on the last, report the notification failed."""
+    from shared.errors import Unavailable
+
+    failing = SlackWebhook(
+        fake_channel.url,
+        connect_timeout=1.0,
+        read_timeout=1.0,
+        breaker=CircuitBreaker(BreakerSettings(window=2, min_samples=2, open_seconds=60)),
+        bucket=TokenBucket(100, 100),
+    )
+    try:
+        for _ in range(2):
+            fake_channel.fail_next(503)
+            assert (await failing.post("hello")).outcome == "retry"
+        calls = len(fake_channel.requests)
+        with pytest.raises(Unavailable, match="notify circuit open") as held:
+            await failing.post("hello")
+        assert held.value.retry_after is not None and held.value.retry_after > 0
+        assert len(fake_channel.requests) == calls, "no call was made"
+    finally:
+        await failing.close()
 
 
 # -- the message, without a broker ------------------------------------------------------------

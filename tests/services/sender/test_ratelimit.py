@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from services.sender.ratelimit import TokenBucket
+from shared.ratelimit import TokenBucket
 
 
 class FakeClock:
