@@ -36,13 +36,13 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
+from shared import catalog
 from shared import logging as desk_logging
 from shared.bus import NatsAuth
 from shared.catalog import SERVICE_SETTINGS
 from shared.settings import (
     ConfigError,
     DeskSettings,
-    ImapSettings,
     StackSettings,
     setting_error,
 )
@@ -87,13 +87,18 @@ def _parser() -> argparse.ArgumentParser:
         service = sub.add_parser(
             name, aliases=[name.replace("_", "-")], help=f"run the {name} service"
         )
-        if name == "ingress":
-            service.add_argument("part", nargs="?", choices=["imap"], help="the IMAP poller")
+        parts = catalog.PARTS.get(name, {})
+        if parts:
+            service.add_argument(
+                "part", nargs="?", choices=sorted(parts), help="run only this part of it"
+            )
     return parser
 
 
 def _run_service(name: str, part: str | None = None) -> int:
-    settings: DeskSettings = ImapSettings() if part == "imap" else SERVICE_SETTINGS[name]()
+    spec = catalog.PARTS[name][part] if part else catalog.spec(name)
+    assert spec.settings is not None  # a service or a part of one: it has settings
+    settings: DeskSettings = spec.settings()
     if "nats_url" not in settings.model_fields_set:  # never a broker the operator did not name
         print(
             f"desk {name}: DESK_NATS_URL is not set: start the whole system with `desk up`, "
@@ -103,9 +108,7 @@ def _run_service(name: str, part: str | None = None) -> int:
         return 2
     from shared.service import Stopped
 
-    module = importlib.import_module(
-        "services.ingress.imap" if part == "imap" else f"services.{name}.main"
-    )
+    module = importlib.import_module(spec.module)
     _loaded()
     try:
         asyncio.run(module.run(settings))

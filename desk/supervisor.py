@@ -57,9 +57,10 @@ class ServiceProcess:
 def public_port(settings: StackSettings, name: str) -> tuple[int | None, bool]:
     """(public port, whether it is the operator's choice); None for a service without public
     routes."""
-    if catalog.spec(name).public_port is None:
+    declared = catalog.spec(name)
+    if declared.public_port is None:
         return None, False
-    field = {"ingress": "ingress_port", "inbox_api": "inbox_api_port"}.get(name)
+    field = declared.port_setting
     port = int(getattr(settings, field)) if field else 0
     if port and port_free(port, as_services_bind=True):  # a socket in TIME_WAIT is no owner
         reserve(port)  # never handed out as another's port (an ops port, a broker's)

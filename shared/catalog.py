@@ -85,8 +85,18 @@ class ServiceSpec:
     # the default port of its public HTTP routes, if it has any; None: no public server, only
     # the ops port (/healthz, /readyz, /metrics) every service has
     public_port: int | None = None
+    port_setting: str | None = None  # the `desk up` setting (StackSettings) that chooses it
+    # a part of another service run on its own (`desk <part_of> <part>`): the IMAP poller
+    part_of: str | None = None
+    part: str | None = None
+    entry: str | None = None  # the module whose `run(settings)` runs it (services.<name>.main)
     dead_letters: bool = True  # it runs consumers, so it may write to `dlq.<name>`
     supervised: bool = True  # one of the services `desk up` starts
+
+    @property
+    def module(self) -> str:
+        """The module whose `run(settings)` runs this service or part."""
+        return self.entry or f"services.{self.name}.main"
 
     def consumer(self, durable: str) -> ConsumerSpec:
         for c in self.consumers:
@@ -134,6 +144,7 @@ INGRESS = ServiceSpec(
     kv_writes=(LEDGER,),  # replayed deliveries of sources without a timestamp
     reached_by=("internet",),
     public_port=8000,
+    port_setting="ingress_port",
     dead_letters=False,
 )
 ROUTER = ServiceSpec(
@@ -204,6 +215,7 @@ INBOX_API = ServiceSpec(
     talks_to=("postgres",),
     reached_by=("reviewers",),
     public_port=8001,
+    port_setting="inbox_api_port",
 )
 SENDER = ServiceSpec(
     name="sender",
@@ -261,6 +273,9 @@ SUBSCRIBER = ServiceSpec(
 IMAP_POLLER = ServiceSpec(
     name="ingress_imap",
     settings=ImapSettings,
+    part_of="ingress",
+    part="imap",
+    entry="services.ingress.imap",
     publishes=("events.*.email.received",),
     talks_to=("imap",),
     dead_letters=False,
@@ -282,6 +297,11 @@ SERVICE_NAMES: tuple[str, ...] = tuple(s.name for s in SERVICES)
 SERVICE_SETTINGS: dict[str, type[DeskSettings]] = {
     s.name: s.settings for s in SERVICES if s.settings is not None
 }
+# the parts of a service run on their own, by service: `desk ingress imap`
+PARTS: dict[str, dict[str, ServiceSpec]] = {}
+for _role in ROLES:
+    if _role.part_of is not None and _role.part is not None:
+        PARTS.setdefault(_role.part_of, {})[_role.part] = _role
 DURABLES: tuple[tuple[str, str], ...] = tuple(
     (c.stream, c.durable) for s in SERVICES for c in s.consumers
 )  # (stream, durable) of every consumer our services own

@@ -15,7 +15,7 @@ from ..core import inbox_of
 from ..outboxes import publish_audits
 from . import forms
 from .cookies import edge_of, flash_of, session_of
-from .responses import error, item_url, page, to_login
+from .responses import error_page, item_url, page, to_login
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ async def audit(request: Request) -> Response:
     inbox = inbox_of(request)
     note = (forms.text(form, "note") or "").strip()
     if len(note) > forms.MAX_TEXT:
-        return error(request, 422, "Too long", f"At most {forms.MAX_TEXT} characters.", back)
+        return error_page(request, 422, "Too long", f"At most {forms.MAX_TEXT} characters.", back)
     try:
         found = await asyncio.to_thread(
             store.autosend.audit,
@@ -49,11 +49,11 @@ async def audit(request: Request) -> Response:
             inbox.policy,
         )
     except store.NotFound:
-        return error(request, 404, "Not found", "There is no such auto-sent item.")
+        return error_page(request, 404, "Not found", "There is no such auto-sent item.")
     except store.Conflict as exc:
-        return error(request, 409, "Audited already", str(exc), back)
+        return error_page(request, 409, "Audited already", str(exc), back)
     except store.Invalid as exc:
-        return error(request, 422, "Not accepted", str(exc), back)
+        return error_page(request, 422, "Not accepted", str(exc), back)
     await publish_audits(request.app.state.service.connection, inbox.engine)  # else the relay does
     done = f"Audit recorded for {item_id}"
     if found["demoted"]:

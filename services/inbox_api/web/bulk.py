@@ -19,7 +19,7 @@ from ..core import inbox_of
 from ..outboxes import publish_decision
 from . import forms
 from .cookies import edge_of, session_of
-from .responses import error, page
+from .responses import error_page, page
 
 log = logging.getLogger(__name__)
 
@@ -33,13 +33,15 @@ async def ignore_selected(request: Request) -> Response:
     for value in form.getlist("item"):
         found = _SELECTED.fullmatch(value) if isinstance(value, str) else None
         if found is None:
-            return error(request, 422, "Bad form", "An item in the selection is not one of ours.")
+            return error_page(
+                request, 422, "Bad form", "An item in the selection is not one of ours."
+            )
         chosen.append((found["id"], int(found["version"])))
     chosen = list(dict.fromkeys(chosen))
     if not chosen:
-        return error(request, 422, "Nothing selected", "Tick the items to ignore first.")
+        return error_page(request, 422, "Nothing selected", "Tick the items to ignore first.")
     if len(chosen) > MAX_ITEMS:
-        return error(request, 422, "Too many", f"At most {MAX_ITEMS} items at once.")
+        return error_page(request, 422, "Too many", f"At most {MAX_ITEMS} items at once.")
     if forms.text(form, "confirmed") != "1":
         return page(request, "bulk.html", {"chosen": [f"{i}:{v}" for i, v in chosen]})
     engine = inbox_of(request).engine

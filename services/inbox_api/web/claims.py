@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from .. import store
 from ..core import inbox_of
 from . import forms
-from .responses import error, item_url
+from .responses import error_page, item_url
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +51,13 @@ async def renew(request: Request) -> Response:
             take_over=take_over,
         )
     except store.NotFound:
-        return error(request, 404, "Not found", "There is no such item in the inbox.")
+        return error_page(request, 404, "Not found", "There is no such item in the inbox.")
     except store.claims.Claimed as exc:  # only without take_over: a take-over takes it
         return JSONResponse({"claimed_by": exc.reviewer}, status_code=409)
     except store.Conflict as exc:
         if not take_over:
             return JSONResponse({"error": str(exc)}, status_code=409)
-        return error(request, 409, "Changed meanwhile", str(exc), item_url(item_id))
+        return error_page(request, 409, "Changed meanwhile", str(exc), item_url(item_id))
     if not take_over:
         return JSONResponse({"until": held["until"]})
     log.info("%s took over %s", who.name, item_id)  # its page now says it is theirs
@@ -75,12 +75,12 @@ async def take(request: Request) -> Response:
             store.claims.claim, inbox.engine, item_id, who.name, inbox.claim_seconds
         )
     except store.NotFound:
-        return error(request, 404, "Not found", "There is no such item in the inbox.")
+        return error_page(request, 404, "Not found", "There is no such item in the inbox.")
     except store.claims.Claimed as exc:
         message = f"{exc.reviewer} is working on this; take it over on its page if you must."
-        return error(request, 409, f"Claimed by {exc.reviewer}", message, item_url(item_id))
+        return error_page(request, 409, f"Claimed by {exc.reviewer}", message, item_url(item_id))
     except store.Conflict as exc:
-        return error(request, 409, "Changed meanwhile", str(exc), item_url(item_id))
+        return error_page(request, 409, "Changed meanwhile", str(exc), item_url(item_id))
     log.info("%s took %s to write the reply", who.name, item_id)
     return RedirectResponse(item_url(item_id) + "?write=1#reply", status_code=303)
 

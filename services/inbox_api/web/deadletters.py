@@ -20,7 +20,7 @@ from shared.logging import redact
 from ..core import inbox_of
 from .cookies import edge_of, flash_of, session_of
 from .forms import reviewer_form
-from .responses import error, page, to_login
+from .responses import error_page, page, to_login
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,9 @@ def _bus(request: Request) -> Bus | None:
 def _not_admin(request: Request, name: str) -> Response | None:
     if name in inbox_of(request).admins:
         return None
-    return error(request, 403, "Forbidden", "Only an admin (DESK_ADMINS) sees the dead letters.")
+    return error_page(
+        request, 403, "Forbidden", "Only an admin (DESK_ADMINS) sees the dead letters."
+    )
 
 
 async def dead_letters_page(request: Request) -> Response:
@@ -64,7 +66,9 @@ async def dead_letters_page(request: Request) -> Response:
         return refused
     bus = _bus(request)
     if bus is None:
-        return error(request, 503, "Unavailable", "The event store does not answer; try again.")
+        return error_page(
+            request, 503, "Unavailable", "The event store does not answer; try again."
+        )
     letters = await deadletters.list_dead_letters(bus.js, limit=LIMIT)
     context = {
         "letters": [letter_row(d) for d in letters],
@@ -83,7 +87,7 @@ async def replay(request: Request) -> Response:
         return refused
     bus = _bus(request)
     if bus is None:
-        return error(request, 503, "Unavailable", "The event store does not answer.", BACK)
+        return error_page(request, 503, "Unavailable", "The event store does not answer.", BACK)
     given = request.path_params.get("id")
     if given is None:
         replayed, failed = await deadletters.replay_all(bus)
@@ -98,13 +102,13 @@ async def replay(request: Request) -> Response:
             letter_id = int(given)
             result = await deadletters.replay(bus, letter_id)
         except (ValueError, LookupError):
-            return error(
+            return error_page(
                 request, 404, "Not found", "No such dead letter (replayed already?).", BACK
             )
         except deadletters.RefusedReplay as exc:
-            return error(request, 422, "Not replayed", str(exc), BACK)
+            return error_page(request, 422, "Not replayed", str(exc), BACK)
         except TransientError as exc:
-            return error(request, 503, "Not replayed", f"The publish failed: {exc}", BACK)
+            return error_page(request, 503, "Not replayed", f"The publish failed: {exc}", BACK)
         done = f"Dead letter {letter_id} replayed to {result.subject}"
         log.info("%s replayed dead letter %s", who.name, letter_id)
     session = await session_of(request)

@@ -18,7 +18,7 @@ from ..outboxes import publish_decision
 from ..render import diff
 from . import forms
 from .cookies import edge_of, session_of
-from .responses import error, item_url, page
+from .responses import error_page, item_url, page
 
 log = logging.getLogger(__name__)
 
@@ -49,24 +49,24 @@ async def edit_preview(request: Request) -> Response:
     version = forms.version(form)
     reply = (forms.text(form, "reply") or "").strip()
     if version is None:
-        return error(request, 422, "Bad form", "The form lacks the item version.", back)
+        return error_page(request, 422, "Bad form", "The form lacks the item version.", back)
     if len(reply) > forms.MAX_TEXT:
-        return error(
+        return error_page(
             request, 422, "Too long", f"A reply is at most {forms.MAX_TEXT} characters.", back
         )
     item = await asyncio.to_thread(store.get_item, inbox_of(request).engine, item_id)
     if item is None:
-        return error(request, 404, "Not found", "There is no such item in the inbox.")
+        return error_page(request, 404, "Not found", "There is no such item in the inbox.")
     if item["version"] != version or item["status"] != "waiting":
         message = f"You saw v{version}; this item is v{item['version']}, {item['status']}."
-        return error(request, 409, "Changed meanwhile", message, back)
+        return error_page(request, 409, "Changed meanwhile", message, back)
     if not allowed_kinds(item, who)["edit"]:
-        return error(request, 422, "Not allowed", "This item cannot be edited.", back)
+        return error_page(request, 422, "Not allowed", "This item cannot be edited.", back)
     if not reply:
-        return error(request, 422, "Empty reply", "An edit needs a non-empty reply.", back)
+        return error_page(request, 422, "Empty reply", "An edit needs a non-empty reply.", back)
     draft = draft_of(item)
     if not draft:  # an escalation taken, or no draft: the reply is written on the item's page
-        return error(request, 422, "No draft", "There is no draft to compare with.", back)
+        return error_page(request, 422, "No draft", "There is no draft to compare with.", back)
     context = {
         "item": item,
         "url": back,
@@ -84,17 +84,19 @@ async def decide(request: Request) -> Response:
     kind = forms.text(form, "type")
     version = forms.version(form)
     if kind not in KINDS or version is None:
-        return error(request, 422, "Bad form", "The form lacks a decision or a version.", back)
+        return error_page(request, 422, "Bad form", "The form lacks a decision or a version.", back)
     args: str | None = None
     if kind in ("edit", "response"):
         args = (forms.text(form, "reply" if kind == "edit" else "feedback") or "").strip()
         if len(args) > forms.MAX_TEXT:
-            return error(request, 422, "Too long", f"At most {forms.MAX_TEXT} characters.", back)
+            return error_page(
+                request, 422, "Too long", f"At most {forms.MAX_TEXT} characters.", back
+            )
     engine = inbox_of(request).engine
     if kind == "accept" and forms.text(form, "confirm") != "1":
         item = await asyncio.to_thread(store.get_item, engine, item_id)
         if item is not None and item["version"] == version and item.get("warnings"):
-            return error(
+            return error_page(
                 request,
                 422,
                 "Confirm the warnings",
@@ -105,13 +107,13 @@ async def decide(request: Request) -> Response:
     try:
         decision = await asyncio.to_thread(store.decide, engine, item_id, kind, args, version, who)
     except store.NotFound:
-        return error(request, 404, "Not found", "There is no such item in the inbox.")
+        return error_page(request, 404, "Not found", "There is no such item in the inbox.")
     except store.claims.Claimed as exc:
-        return error(request, 409, f"Claimed by {exc.reviewer}", f"{exc}.", back)
+        return error_page(request, 409, f"Claimed by {exc.reviewer}", f"{exc}.", back)
     except store.Conflict as exc:
-        return error(request, 409, "Changed meanwhile", str(exc), back)
+        return error_page(request, 409, "Changed meanwhile", str(exc), back)
     except store.Invalid as exc:
-        return error(request, 422, "Not accepted", str(exc), back)
+        return error_page(request, 422, "Not accepted", str(exc), back)
     published = await publish_decision(request.app.state.service.connection, engine, decision)
     log.info("%s decided %s on %s", who.name, kind, item_id)
     note = "" if published else " (it goes out as soon as the broker answers)"

@@ -17,7 +17,7 @@ from shared.http import HTTPError
 
 from .. import store
 from .cookies import clear_cookie, session_of
-from .responses import error
+from .responses import error_page
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ async def guard(
     role suffices; otherwise the refusal (an `HTTPError`, rendered as a page)."""
     session = await session_of(request)
     if session is None:
-        answer = error(request, 401, "Log in first", "Your session has ended.", back="/login")
+        answer = error_page(request, 401, "Log in first", "Your session has ended.", back="/login")
         clear_cookie(request, answer)
         raise HTTPError.sending(answer)
     who = session.user

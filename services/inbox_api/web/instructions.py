@@ -20,7 +20,7 @@ from ..core import inbox_of
 from ..guidance import publish_guidance
 from . import forms
 from .cookies import edge_of, flash_of, session_of
-from .responses import error, page, to_login
+from .responses import error_page, page, to_login
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ async def instruction_form(request: Request) -> Response:
     admin = who.name in inbox_of(request).admins
     text = (forms.text(form, "text") or "").strip()
     if len(text) > forms.MAX_TEXT:
-        return error(request, 422, "Too long", f"At most {forms.MAX_TEXT} characters.", BACK)
+        return error_page(request, 422, "Too long", f"At most {forms.MAX_TEXT} characters.", BACK)
     given = request.path_params.get("id")
     try:
         if given is None:
@@ -72,11 +72,11 @@ async def instruction_form(request: Request) -> Response:
             done = f"Instruction added for {row['category']}"
         else:
             if not given.isdigit():
-                return error(request, 404, "Not found", "There is no such instruction.", BACK)
+                return error_page(request, 404, "Not found", "There is no such instruction.", BACK)
             action = forms.text(form, "action")
             if action in ("approve", "reject"):
                 if not admin:
-                    return error(
+                    return error_page(
                         request, 403, "Forbidden", "Only an admin approves instructions.", BACK
                     )
                 judge = (
@@ -102,11 +102,13 @@ async def instruction_form(request: Request) -> Response:
         if row["status"] == "pending" or row["proposed"] is not None:
             done += ": it reaches drafts once an admin approves it (auto-send is on)"
     except store.NotFound:
-        return error(request, 404, "Not found", "There is no such instruction (any more).", BACK)
+        return error_page(
+            request, 404, "Not found", "There is no such instruction (any more).", BACK
+        )
     except store.Invalid as exc:
-        return error(request, 422, "Not accepted", str(exc), BACK)
+        return error_page(request, 422, "Not accepted", str(exc), BACK)
     except store.Conflict as exc:
-        return error(request, 409, "Nothing to do", str(exc), BACK)
+        return error_page(request, 409, "Nothing to do", str(exc), BACK)
     log.info("%s: standing instruction %s by %s", done, row["id"], who.name)
     published = await publish_guidance(request.app.state.service.connection, engine)
     session = await session_of(request)

@@ -10,7 +10,7 @@ from starlette.types import Scope
 from shared import bodies
 
 from ..core import perimeter
-from .responses import error
+from .responses import error_page
 
 
 class BodyLimit(bodies.BodyLimit):
@@ -28,7 +28,7 @@ class BodyLimit(bodies.BodyLimit):
             title, message = "Too large", "That form is larger than this page accepts."
         else:
             title, message = "Too slow", "The form did not arrive in time; try again."
-        answer = error(Request(scope), exc.status, title, message)
+        answer = error_page(Request(scope), exc.status, title, message)
         answer.headers.update(bodies.closing(exc))
         return answer
 

@@ -13,7 +13,7 @@ from ..core import attempt_refused, client_address, inbox_of
 from ..sessions import COOKIE
 from .cookies import clear_cookie, edge_of, session_of, set_cookie
 from .forms import guard, read_form, text
-from .responses import error, page, to_login
+from .responses import error_page, page, to_login
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ async def login(request: Request) -> Response:
     wait = edge.throttle.retry_after(client)
     if wait:
         message = f"Too many wrong tokens from your address; try again in {wait} s."
-        answer = error(request, 429, "Too many attempts", message, back="/login")
+        answer = error_page(request, 429, "Too many attempts", message, back="/login")
         answer.headers["Retry-After"] = str(wait)
         return answer
     token = (text(form, "token") or "").strip()

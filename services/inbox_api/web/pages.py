@@ -24,7 +24,7 @@ from ..render import age, changes, fold, when
 from .claims import opened
 from .cookies import flash_of, session_of
 from .decisions import allowed_kinds, draft_of
-from .responses import error, item_url, page, to_login
+from .responses import error_page, item_url, page, to_login
 
 PAGE_SIZE = 50
 SORTS = ("oldest", "newest", "priority")
@@ -78,20 +78,22 @@ async def inbox_page(request: Request) -> Response:
     q = request.query_params
     status = q.get("status") or "waiting"
     if status != "all" and status not in store.STATUSES:
-        return error(request, 422, "Unknown status", f"Pick one of {', '.join(store.STATUSES)}.")
+        return error_page(
+            request, 422, "Unknown status", f"Pick one of {', '.join(store.STATUSES)}."
+        )
     sort = q.get("sort") or "oldest"
     if sort not in SORTS:
-        return error(request, 422, "Unknown order", "Sort by oldest, newest or priority.")
+        return error_page(request, 422, "Unknown order", "Sort by oldest, newest or priority.")
     priority = q.get("priority") or ""
     if priority and priority not in store.PRIORITIES:
-        return error(
+        return error_page(
             request, 422, "Unknown priority", f"Pick one of {', '.join(store.PRIORITIES)}."
         )
     category = (q.get("category") or "").strip()[:100]
     text = (q.get("text") or "").strip()[:200]
     queue = (q.get("queue") or "").strip()
     if queue and not re.fullmatch(QUEUE_PATTERN, queue):
-        return error(
+        return error_page(
             request, 422, "Unknown queue", "A queue's name is lowercase letters and digits."
         )
     mine = q.get("mine") == "1"
@@ -114,7 +116,7 @@ async def inbox_page(request: Request) -> Response:
         )
         lanes = await asyncio.to_thread(store.notices.summaries, engine, store.tables.now())
     except store.Invalid as exc:
-        return error(request, 422, "Bad page link", str(exc))
+        return error_page(request, 422, "Bad page link", str(exc))
     items = await asyncio.to_thread(store.with_claims, engine, items)
     now = dt.datetime.now(dt.UTC)
     rows = [
@@ -196,7 +198,7 @@ async def item_page(request: Request) -> Response:
         store.get_item, inbox_of(request).engine, request.path_params["id"]
     )
     if item is None:
-        return error(request, 404, "Not found", "There is no such item in the inbox.")
+        return error_page(request, 404, "Not found", "There is no such item in the inbox.")
     if mine is None and item["claim"] is None and item["status"] == "waiting":
         # the claim in the way ran out between the two reads: claim it now
         mine = item["claim"] = await opened(request, item["id"], who)

@@ -65,7 +65,7 @@ def page(request: Request, name: str, context: dict[str, Any], status: int = 200
     return templates.TemplateResponse(request, name, full, status_code=status, headers=headers)
 
 
-def error(
+def error_page(
     request: Request, status: int, title: str, message: str, back: str = "/inbox"
 ) -> Response:
     context = {"title": title, "message": message, "back": back, "status": status}
@@ -79,7 +79,7 @@ async def refused(request: Request, exc: Exception) -> Response:
     if exc.answer is not None or not is_page(request):
         return await http_error(request, exc)
     title = exc.title or HTTPStatus(exc.status).phrase
-    answer = error(request, exc.status, title, exc.message, exc.back or "/inbox")
+    answer = error_page(request, exc.status, title, exc.message, exc.back or "/inbox")
     answer.headers.update(exc.headers)
     return answer
 

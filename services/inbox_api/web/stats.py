@@ -14,7 +14,7 @@ from .. import store
 from ..charts import KINDS, days_chart, duration, percent, shares_chart
 from ..core import inbox_of
 from .cookies import session_of
-from .responses import error, page, to_login
+from .responses import error_page, page, to_login
 
 WINDOWS = (7, 30, 90, 365)  # the windows the page offers (any 1..365 works in the link)
 
@@ -48,7 +48,7 @@ async def stats_page(request: Request) -> Response:
     try:
         days = store.review_days(request.query_params.get("days"))
     except store.Invalid as exc:
-        return error(request, 422, "Unknown window", f"{exc}.", back="/stats")
+        return error_page(request, 422, "Unknown window", f"{exc}.", back="/stats")
     review = await asyncio.to_thread(store.review, inbox_of(request).engine, days)
     context = {
         "review": review,
