@@ -46,8 +46,8 @@ class Audits:
         self.lease_ttl = lease_ttl
         self.lease_wait = lease_wait
 
-    async def on_audit(self, delivery: Delivery[Envelope]) -> None:
-        audit: Audited = delivery.payload  # checked by the runtime (Consumer.payload)
+    async def on_audit(self, delivery: Delivery[Envelope, Audited]) -> None:
+        audit = delivery.payload  # checked by the runtime (Consumer.payload)
         store = self.graph.store
         if store is None:
             return  # a drafter that remembers nothing

@@ -20,8 +20,8 @@ class Decisions:
         self.runs = runs
         self.publisher = publisher
 
-    async def on_decision(self, delivery: Delivery[Envelope]) -> None:
-        decision: Decision = delivery.payload  # checked by the runtime (Consumer.payload)
+    async def on_decision(self, delivery: Delivery[Envelope, Decision]) -> None:
+        decision = delivery.payload  # checked by the runtime (Consumer.payload)
         config = self.runs.config(decision.thread)
         async with self.runs.lease(decision.thread):
             await self.runs.finish_cut_off(config)

@@ -17,6 +17,7 @@ from langgraph.graph.state import CompiledStateGraph
 from shared.bus import Bus
 from shared.consumer import Delivery
 from shared.envelope import Envelope
+from shared.inbox import Decision
 from shared.ledger import Ledger
 
 from .decisions import Decisions
@@ -49,7 +50,7 @@ class Drafter:
     async def on_work(self, delivery: Delivery[Envelope]) -> None:
         await self.rounds.on_work(delivery)
 
-    async def on_decision(self, delivery: Delivery[Envelope]) -> None:
+    async def on_decision(self, delivery: Delivery[Envelope, Decision]) -> None:
         await self.decisions.on_decision(delivery)
 
     async def on_result(self, delivery: Delivery[Envelope]) -> None:

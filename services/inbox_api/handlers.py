@@ -55,8 +55,8 @@ class ItemProjection:
             subjects.INBOX_OVERDUE: self.on_overdue,
         }
 
-    async def on_item(self, delivery: Delivery[Envelope]) -> None:
-        item: InboxItem = delivery.payload  # checked by the runtime (Consumer.payload)
+    async def on_item(self, delivery: Delivery[Envelope, InboxItem]) -> None:
+        item = delivery.payload  # checked by the runtime (Consumer.payload)
         traceparent = trace.current_header()  # this projection's span: the decision continues it
         if await asyncio.to_thread(store.project, self.engine, item, traceparent, self.targets):
             log.info("item %s is in the inbox", item.id)
@@ -117,14 +117,14 @@ class ItemProjection:
         )
         return found
 
-    async def on_withdrawn(self, delivery: Delivery[Envelope]) -> None:
-        notice: Withdrawal = delivery.payload
+    async def on_withdrawn(self, delivery: Delivery[Envelope, Withdrawal]) -> None:
+        notice = delivery.payload  # checked by the runtime (Consumer.payload)
         if not await asyncio.to_thread(store.withdraw, self.engine, notice):
             raise TransientError(f"item {notice.item_id} not projected yet")
         log.info("item %s withdrawn: %s", notice.item_id, notice.reason)
 
-    async def on_overdue(self, delivery: Delivery[Envelope]) -> None:
-        notice: Overdue = delivery.payload
+    async def on_overdue(self, delivery: Delivery[Envelope, Overdue]) -> None:
+        notice = delivery.payload  # checked by the runtime (Consumer.payload)
         if not await asyncio.to_thread(store.mark_overdue, self.engine, notice):
             raise TransientError(f"item {notice.item_id} not projected yet")
 

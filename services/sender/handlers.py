@@ -109,17 +109,17 @@ class Sender:
     def channel_name(self) -> str:
         return self.channel.name if self.channel else "outbox"
 
-    async def on_item(self, delivery: Delivery[Envelope]) -> None:
-        item: InboxItem = delivery.payload  # checked by the runtime (Consumer.payload)
+    async def on_item(self, delivery: Delivery[Envelope, InboxItem]) -> None:
+        item = delivery.payload  # checked by the runtime (Consumer.payload)
         await self.items.remember(item)
 
-    async def on_withdrawn(self, delivery: Delivery[Envelope]) -> None:
+    async def on_withdrawn(self, delivery: Delivery[Envelope, Withdrawal]) -> None:
         """The drafter took a waiting draft back: publish `item.withdrawn`, once."""
-        notice: Withdrawal = delivery.payload
+        notice = delivery.payload  # checked by the runtime (Consumer.payload)
         await self.results.item_withdrawn(notice)
 
-    async def on_decision(self, delivery: Delivery[Envelope]) -> None:
-        decision: Decision = delivery.payload
+    async def on_decision(self, delivery: Delivery[Envelope, Decision]) -> None:
+        decision = delivery.payload  # checked by the runtime (Consumer.payload)
         if decision.type == "response":
             return  # feedback goes back to the drafter; nothing leaves the building
         await self.items.check_current(decision)  # a redraft replaces it: superseded

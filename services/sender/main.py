@@ -7,6 +7,7 @@ from shared.consumer import Delivery
 from shared.db import archiving
 from shared.envelope import Envelope
 from shared.helpdesk.configured import open_configured
+from shared.inbox import InboxItem
 from shared.service import Service
 from shared.settings import SenderSettings
 
@@ -38,7 +39,7 @@ async def run(settings: SenderSettings) -> None:
         notifier = Notifier.configured(settings, engine, relay, svc.ledger)
         svc.on_close(notifier.close)
 
-        async def on_item(delivery: Delivery[Envelope]) -> None:
+        async def on_item(delivery: Delivery[Envelope, InboxItem]) -> None:
             await sender.on_item(delivery)  # remembered first: a taken escalation needs it
             await notifier.on_item(delivery)  # an escalation notifies like an urgent ticket
 

@@ -139,20 +139,20 @@ class Notifier:
         # the event's id, not this copy's: a duplicate matches
         await self._once(envelope.id, ticket_id, event_type, text, delivery.attempt)
 
-    async def on_notice(self, delivery: Delivery[Envelope]) -> None:
+    async def on_notice(self, delivery: Delivery[Envelope, Notice]) -> None:
         """`inbox.notice`: an escalation or a queue's digest from the inbox, posted once per
         notice id (the inbox's idempotency key) like a routed event."""
-        notice: Notice = delivery.payload  # checked by the runtime (Consumer.payload)
+        notice = delivery.payload  # checked by the runtime (Consumer.payload)
 
         async def text() -> str:
             return notice_message(notice, self.flavour)
 
         await self._once(notice.id, notice.ticket_id, notice.kind, text, delivery.attempt)
 
-    async def on_item(self, delivery: Delivery[Envelope]) -> None:
+    async def on_item(self, delivery: Delivery[Envelope, InboxItem]) -> None:
         """`inbox.item`: an escalation (a supervisor item, no draft) is posted like an urgent
         ticket, to the same webhook, once per item (`notify:escalation:<item id>`)."""
-        item: InboxItem = delivery.payload  # checked by the runtime (Consumer.payload)
+        item = delivery.payload  # checked by the runtime (Consumer.payload)
         if item.action_request.action != NOTIFY_SUPERVISOR:
             return
 

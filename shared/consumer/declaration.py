@@ -5,23 +5,27 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic
 
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from pydantic import BaseModel, ValidationError
+from typing_extensions import TypeVar
 
 from .. import envelope
 from ..catalog import ConsumerSpec
 from ..errors import PermanentError, first_error
 from ..retry import RetryPolicy
 
-T = TypeVar("T")
+T = TypeVar("T")  # the body as decoded: an `Envelope`, raw `bytes`, a JSON document
+P = TypeVar("P", default=None)  # the envelope's data as the consumer's declared model
 Decoder = Callable[[bytes, Mapping[str, str]], Any]
 
 
 @dataclass(frozen=True)
-class Delivery(Generic[T]):
-    """What a handler receives: the decoded body and the facts about this delivery."""
+class Delivery(Generic[T, P]):
+    """What a handler receives: the decoded body, its data as the declared payload model, and
+    the facts about this delivery. A handler of a consumer with a payload model says which:
+    `Delivery[Envelope, Decision]` (its `payload` is then a `Decision`)."""
 
     subject: str
     body: T
@@ -31,10 +35,10 @@ class Delivery(Generic[T]):
     stream_seq: int
     data: bytes
     stored_at: dt.datetime
-    payload: Any = None  # the body's data as the consumer's declared model (`Consumer.payload`)
+    payload: P  # the body's data as the consumer's declared model (`Consumer.payload`)
 
 
-Handler = Callable[[Delivery[Any]], Awaitable[None]]
+Handler = Callable[[Delivery[Any, Any]], Awaitable[None]]
 
 
 @dataclass(frozen=True)

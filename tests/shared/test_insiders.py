@@ -348,6 +348,7 @@ async def test_the_router_believes_the_subject_not_the_headers(admin: Bus) -> No
         stream_seq=1,
         data=b"{}",
         stored_at=dt.datetime.now(dt.UTC),
+        payload=None,
     )
     forged = re.escape("disagrees with events.reconciler.ticket.stale")
     with pytest.raises(PermanentError, match=forged):

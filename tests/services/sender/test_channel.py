@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from services.sender.channel import WebhookChannel
-from shared.ratelimit import TokenBucket
 from services.sender.store import OutboxRow
 from shared.breaker import BreakerSettings, CircuitBreaker
+from shared.ratelimit import TokenBucket
 from standins.channel import FakeChannel
 
 ROW = OutboxRow(

@@ -17,7 +17,6 @@ from markdown_it import MarkdownIt
 from desk.helpdesk import ensure_demo
 from services.sender import notifications
 from services.sender.notifier import SlackWebhook, message
-from shared.ratelimit import TokenBucket
 from shared import chat, ids, subjects
 from shared.breaker import BreakerSettings, CircuitBreaker
 from shared.bus import Bus
@@ -25,6 +24,7 @@ from shared.db import database_url, make_engine
 from shared.envelope import Envelope
 from shared.helpdesk.events import ticket_event, ticket_ref
 from shared.inbox import Notice
+from shared.ratelimit import TokenBucket
 from standins.channel import FakeChannel
 from tests.helpers import eventually
 
