@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import HTTPConnection
 
 from shared.bus import Bus
 from shared.settings import InboxApiSettings
@@ -74,7 +74,7 @@ class Perimeter:
         )
 
 
-def inbox_of(request: Request) -> Inbox:
+def inbox_of(request: HTTPConnection) -> Inbox:
     inbox: Inbox = request.app.state.inbox
     return inbox
 
@@ -84,13 +84,13 @@ def perimeter(app: Starlette) -> Perimeter:
     return found
 
 
-def bus_of(request: Request) -> Bus | None:
+def bus_of(request: HTTPConnection) -> Bus | None:
     """The service's bus, None until NATS first answered."""
     bus: Bus | None = request.app.state.service.connection
     return bus
 
 
-def client_address(request: Request) -> str:
+def client_address(request: HTTPConnection) -> str:
     """The client's address (the proxy's X-Forwarded-For when uvicorn trusts the proxy)."""
     return request.client.host if request.client else "unknown"
 

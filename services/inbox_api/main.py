@@ -10,8 +10,7 @@ from shared.http import HTTPError
 from shared.service import Service
 from shared.settings import InboxApiSettings
 
-from . import metrics, outboxes, policy, store, web
-from .api import routes as api_routes
+from . import api, metrics, outboxes, policy, store, web
 from .auth import Reviewers
 from .core import Inbox, Perimeter
 from .guidance import publish_guidance
@@ -32,7 +31,7 @@ async def run(settings: InboxApiSettings) -> None:
     edge = Perimeter.build(inbox, settings)  # sessions, the attempt throttle, body limits
     state = {"inbox": inbox, "watch": watch, "perimeter": edge}
     refused = {HTTPError: web.refused}  # JSON for the API, a page for a browser
-    routes, limits = [*api_routes, *web.routes], web.middleware()
+    routes, limits = [*api.routes, *web.routes], [*web.middleware(), *api.middleware()]
     svc.serve(routes, state=state, middleware=limits, exception_handlers=refused)
     async with svc:
         if not reviewers:

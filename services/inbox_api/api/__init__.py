@@ -13,8 +13,9 @@ from starlette.routing import Route
 
 from ..openapi import document
 from . import autosend, deadletters, instructions, items
+from .access import middleware
 
-__all__ = ["routes"]
+__all__ = ["middleware", "routes"]
 
 
 async def openapi(request: Request) -> Response:
