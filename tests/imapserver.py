@@ -328,8 +328,10 @@ service imap-login {{
             _, uids = imap.uid("SEARCH", "ALL")
             for uid in uids[0].split():
                 _, flag_data = imap.uid("FETCH", uid, "(FLAGS)")
-                flags = imaplib.ParseFlags(_first_bytes(flag_data))
                 _, header_data = imap.uid("FETCH", uid, "(BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])")
+                if _gone(flag_data) or _gone(header_data):
+                    continue  # moved out (expunged) since the SEARCH: the poller's quarantine
+                flags = imaplib.ParseFlags(_first_bytes(flag_data))
                 headers = email.parser.BytesHeaderParser().parsebytes(_literal(header_data))
                 message_id = headers.get("Message-ID")
                 found.append(
@@ -351,6 +353,11 @@ service imap-login {{
             message.message_id or f"uid:{message.uid}": message.seen
             for message in self.messages(mailbox)
         }
+
+
+def _gone(data: list[object]) -> bool:
+    """A UID FETCH of a message expunged meanwhile answers OK with nothing."""
+    return all(item is None for item in data)
 
 
 def _first_bytes(data: list[object]) -> bytes:

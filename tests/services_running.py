@@ -15,6 +15,7 @@ import httpx
 from desk.process import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
+PORT_ATTEMPTS = 3
 STARTED: list[ServiceProcess] = []  # killed after each test (tests/conftest.py) if still running
 
 
@@ -44,17 +45,36 @@ class ServiceProcess:
         return f"http://127.0.0.1:{self.ops_port}"
 
     def start(self, ready: bool = True, timeout: float = 60.0) -> ServiceProcess:
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "desk", *self.args],
-                cwd=ROOT,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        STARTED.append(self)
-        self.wait("/readyz" if ready else "/healthz", timeout)
-        return self
+        """Start it and wait until it answers. A port chosen free may be taken by another
+        process (a parallel test's) before the service binds it: it then exits saying so, and
+        is started again on other ports."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            logged = self.log.stat().st_size if self.log.exists() else 0
+            with open(self.log, "ab") as out:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "desk", *self.args],
+                    cwd=ROOT,
+                    env=self.env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )
+            if self not in STARTED:
+                STARTED.append(self)
+            try:
+                self.wait("/readyz" if ready else "/healthz", timeout)
+                return self
+            except AssertionError:
+                exited = self.proc.poll() is not None
+                if not exited or attempt == PORT_ATTEMPTS or not self._port_taken(logged):
+                    raise
+            self.port, self.ops_port = free_port(), free_port()
+            self.env.update({"DESK_HTTP_PORT": str(self.port), "DESK_OPS_PORT": str(self.ops_port)})
+        raise AssertionError("unreachable")
+
+    def _port_taken(self, since: int) -> bool:
+        with open(self.log, "rb") as log:
+            log.seek(since)
+            return b"address already in use" in log.read().lower()
 
     def wait(self, path: str, timeout: float) -> None:
         assert self.proc is not None
