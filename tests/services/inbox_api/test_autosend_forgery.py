@@ -246,6 +246,8 @@ async def test_items_forged_with_the_drafters_credentials_are_never_sent(
                 await settled(admin.js, subjects.INBOX, "inbox_api", delivered=True)
                 and await settled(admin.js, subjects.INBOX, "sender", delivered=True)
                 and not sender_store.pending_results(desk.sender)
+                # the results the sender published, projected: a refused item shows failed
+                and await settled(admin.js, subjects.RESULTS, "inbox_api-results", delivered=True)
             )
 
         await eventually(all_handled, timeout=30, message="every item and decision handled")
