@@ -24,8 +24,8 @@ durable and payload model (the one its envelopes' data must be, checked once by 
 come from there, its retry and delivery options from the settings.
 
 Every service serves `/healthz`, `/readyz` and `/metrics` on its ops server (`svc.ops`,
-DESK_OPS_PORT). A service given routes also runs the public server (`svc.http`,
-DESK_HTTP_PORT) with those routes only; without routes there is none (`svc.http` is None).
+DESK_OPS_PORT). A service given routes (`svc.serve`, before the block) also runs the public
+server (`svc.http`, DESK_HTTP_PORT) with those routes only; without routes there is none.
 """
 
 from __future__ import annotations
@@ -72,15 +72,11 @@ class Service:
         self,
         settings: DeskSettings,
         *,
-        routes: Sequence[BaseRoute] = (),
-        exception_handlers: Mapping[Any, ExceptionHandler] | None = None,
-        state: Mapping[str, Any] | None = None,
-        middleware: Sequence[Middleware] = (),
-        checks: Mapping[str, Callable[[], Awaitable[bool]]] | None = None,
         degraded: Callable[[], Mapping[str, str]] | None = None,
     ) -> None:
         self.settings = settings
-        self.checks = dict(checks or {})  # more of /readyz: what else the service depends on
+        # more of /readyz: what else the service depends on (`check`, `database`)
+        self.checks: dict[str, Callable[[], Awaitable[bool]]] = {}
         self.name = settings.service
         self.connection: Bus | None = None  # None until NATS first answers (routes may ask)
         self._ledger: Ledger | None = None
@@ -96,15 +92,9 @@ class Service:
             idle_timeout=settings.http_idle_timeout,
         )
         self.periodic: list[Periodic] = []
-        # the service's own routes, if it has any: nothing else is on this port
+        # the service's own routes, if it has any (`serve`): nothing else is on this port
         self.app: Starlette | None = None
         self.http: HttpServer | None = None
-        if not routes and (state or middleware or exception_handlers):
-            raise TypeError("state, middleware and exception handlers are for routes (serve)")
-        if routes:
-            self.serve(
-                routes, state=state, middleware=middleware, exception_handlers=exception_handlers
-            )
         self._stop = asyncio.Event()
         self._draining = False
         self._signals = 0

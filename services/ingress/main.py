@@ -20,7 +20,8 @@ async def run(settings: IngressSettings) -> None:
     pipeline = Pipeline(settings.publish_timeout, settings.service)
     replays = Replays()
     state = {"webhook_config": config, "pipeline": pipeline, "replays": replays}
-    svc = Service(settings, routes=routes, state=state)
+    svc = Service(settings)
+    svc.serve(routes, state=state)
     await svc.enter(pipeline)
     async with svc:  # webhooks are answered (503) while NATS is not yet connected
         await pipeline.attach(svc.bus)

@@ -96,7 +96,9 @@ async def test_the_public_server_carries_only_the_services_routes(tmp_path: Path
     settings = ProbeSettings(nats_url=nats.url, _env_file=None)
     routes = [Route("/hello", hello), Route("/broken", broken)]
     try:
-        async with Service(settings, routes=routes) as service:
+        service = Service(settings)
+        service.serve(routes)
+        async with service:
             assert service.http is not None and service.http.port != service.ops.port
             async with (
                 httpx.AsyncClient(base_url=service.http.url) as public,
@@ -129,7 +131,9 @@ async def test_a_dependency_the_service_declares_decides_readiness_too(tmp_path:
 
     settings = ProbeSettings(nats_url=nats.url, http_port=0, _env_file=None)
     try:
-        async with Service(settings, checks={"database": reachable}) as service:
+        service = Service(settings)
+        service.check("database", reachable)
+        async with service:
             async with httpx.AsyncClient(base_url=service.ops.url) as client:
                 ready = await client.get("/readyz")
                 assert ready.status_code == 200 and ready.json()["checks"]["database"] is True
