@@ -130,9 +130,25 @@ def deadline_protocol(
 
 
 class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._exit = asyncio.Event()
+
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield  # the service handles SIGTERM/SIGINT and tells us when to stop
+
+    def exit(self) -> None:
+        self.should_exit = True
+        self._exit.set()
+
+    async def main_loop(self) -> None:
+        """uvicorn's loop (a tick every 0.1 s), but a stop ends the wait at once."""
+        counter = 0
+        while not await self.on_tick(counter):
+            counter = (counter + 1) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._exit.wait(), 0.1)
 
 
 class HttpServer:
@@ -191,7 +207,7 @@ class HttpServer:
         """Stop accepting, finish in-flight requests, close."""
         if self._task is None:
             return
-        self._server.should_exit = True
+        self._server.exit()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self._socket.close()

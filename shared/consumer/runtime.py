@@ -37,7 +37,7 @@ class ConsumerRuntime:
         bus: Bus,
         service: str,
         consumer: Consumer,
-        fetch_timeout: float = 1.0,
+        fetch_timeout: float = 0.25,
         *,
         create: bool = True,
     ):
@@ -45,6 +45,9 @@ class ConsumerRuntime:
         self.service = service
         self.consumer = consumer
         self.create = create  # False: an admin provisions it (`declared_consumers`); only bind
+        # How long one pull waits for messages. A stop waits for the pull under way rather
+        # than abandon it (a message the broker sent to an abandoned pull would wait out its
+        # ack_wait): short, so a stop is quick; an idle consumer asks four times a second.
         self.fetch_timeout = fetch_timeout
         self._slots = asyncio.Semaphore(consumer.concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -101,6 +104,9 @@ class ConsumerRuntime:
         c = self.consumer
         while not self._stopping.is_set():
             await self._slots.acquire()
+            if self._stopping.is_set():  # a handler finished after the stop: pull no more
+                self._slots.release()
+                break
             wanted = 1
             while wanted < c.batch and not self._slots.locked():
                 await self._slots.acquire()
