@@ -61,6 +61,15 @@ async def settled(bus: Bus, name: str = "test") -> bool:
     return info.num_pending == 0 and info.num_ack_pending == 0
 
 
+async def nothing_outstanding(bus: Bus, name: str = "test") -> None:
+    """The broker's word that nothing can come back: every message of the stream is past the
+    consumer's ack floor (acked or terminated), none waits for an ack, none was redelivered."""
+    info = await bus.js.consumer_info(subjects.WORK, name)
+    last = (await bus.js.stream_info(subjects.WORK)).state.last_seq
+    assert (info.ack_floor.stream_seq, info.num_ack_pending, info.num_pending) == (last, 0, 0)
+    assert info.num_redelivered == 0
+
+
 async def test_transient_errors_are_retried_with_growing_backoff(bus: Bus) -> None:
     calls: list[float] = []
 
@@ -91,7 +100,7 @@ async def test_a_permanent_error_dead_letters_once_with_payload_and_error(bus: B
     async with running(bus, consumer(handler)):
         await publish(bus, {"ticket": "T9999"}, msg_id="helpdesk:e9")
         await eventually(lambda: settled(bus), message="the term")
-        await asyncio.sleep(2.5)  # longer than ack_wait: a message not settled would be back
+        await nothing_outstanding(bus)
 
     assert calls == [1]
     [dead] = await messages(bus.js, subjects.DLQ)
@@ -117,7 +126,7 @@ async def test_a_business_reject_is_acked_and_never_retried(bus: Bus) -> None:
     async with running(bus, consumer(handler)):
         await publish(bus, {"ticket": "T1040"})
         await eventually(lambda: settled(bus), message="the ack")
-        await asyncio.sleep(2.5)  # longer than ack_wait
+        await nothing_outstanding(bus)
 
     assert calls == [1]
     info = await bus.js.consumer_info(subjects.WORK, "test")
@@ -137,7 +146,8 @@ async def test_retries_exhausted_at_max_deliveries_dead_letters_exactly_once(bus
     async with running(bus, spec):
         await publish(bus, {"ticket": "T1"})
         await eventually(lambda: settled(bus), message="the dead letter")
-        await asyncio.sleep(2.5)  # longer than ack_wait: no grace delivery comes back
+        info = await bus.js.consumer_info(subjects.WORK, "test")  # the third delivery terminated
+        assert (info.ack_floor.stream_seq, info.num_ack_pending) == (1, 0)
 
     assert calls == [1, 2, 3]
     [dead] = await messages(bus.js, subjects.DLQ)

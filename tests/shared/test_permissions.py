@@ -114,15 +114,15 @@ async def test_ingress_cannot_read_the_inbox(admin: Bus, secured: NatsServer) ->
                 subjects.INBOX_ITEM, durable="snoop", stream=subjects.INBOX
             )
             await sub.fetch(1, timeout=1)
-        received: list[bytes] = []
-
-        async def snoop(msg: object) -> None:
-            received.append(b"x")
-
-        await ingress.nc.subscribe(subjects.INBOX_ITEM, cb=snoop)
+        snoop = await ingress.nc.subscribe(subjects.INBOX_ITEM)
+        fence = await ingress.nc.subscribe("_INBOX_ingress.fence")  # ingress's own to read
+        await ingress.nc.flush()
         await admin.publish(subjects.INBOX_ITEM, b"{}", msg_id="item-2")
-        await asyncio.sleep(0.5)  # a permitted subscriber would have it by now
-        assert received == []
+        await admin.nc.publish("_INBOX_ingress.fence", b"")
+        # the server sends one connection its messages in order: once the fence is here, a
+        # permitted subscriber would have had the item before it
+        await fence.next_msg(timeout=10)
+        assert snoop.pending_msgs == 0
     finally:
         await ingress.close()
 

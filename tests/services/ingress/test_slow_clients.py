@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from desk.natsserver import NatsServer
+from tests.helpers import eventually
 from tests.services_running import ServiceProcess
 
 from .conftest import ingress_env, signed
@@ -39,9 +40,12 @@ def ingress(module_nats: NatsServer, tmp_path_factory: pytest.TempPathFactory) -
         service.stop()
 
 
-async def _trickle_headers(port: int, every: float) -> tuple[bytes, float]:
+async def _trickle_headers(
+    port: int, every: float, trickling: list[int] | None = None
+) -> tuple[bytes, float]:
     """Open a connection and send a request line, then one header line every `every` seconds,
-    never the blank line that ends them; return what the server said and when it hung up."""
+    never the blank line that ends them; return what the server said and when it hung up.
+    Once the first header line is out, appends to `trickling`."""
     started = time.monotonic()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
 
@@ -52,6 +56,8 @@ async def _trickle_headers(port: int, every: float) -> tuple[bytes, float]:
             await asyncio.sleep(every)
             writer.write(b"X-Slow-%d: still here\r\n" % n)
             await writer.drain()
+            if n == 0 and trickling is not None:
+                trickling.append(port)
             n += 1
 
     sender = asyncio.create_task(trickle())
@@ -68,8 +74,9 @@ async def _trickle_headers(port: int, every: float) -> tuple[bytes, float]:
 async def test_twenty_slow_header_connections_are_closed_at_the_header_deadline(
     ingress: int,
 ) -> None:
-    slow = [asyncio.create_task(_trickle_headers(ingress, 0.5)) for _ in range(20)]
-    await asyncio.sleep(0.5)
+    trickling: list[int] = []
+    slow = [asyncio.create_task(_trickle_headers(ingress, 0.5, trickling)) for _ in range(20)]
+    await eventually(lambda: len(trickling) == 20, message="twenty connections trickling")
     # while they trickle, an honest client is answered
     event_id = f"evt_{uuid.uuid4().hex[:12]}"
     body, headers = signed({"id": event_id, "type": "ticket.created"}, msg_id=event_id)

@@ -183,8 +183,11 @@ async def test_a_reconciler_killed_mid_page_resumes_without_duplicates(
     info = await bus.js.stream_info(subjects.EVENTS)
     info.config.subjects = ["events.helpdesk.>"]  # backfills cannot be stored: held mid-page
     await bus.js.update_stream(info.config)
+    attempts = await bus.nc.subscribe("events.reconciler.>")  # a try to store a backfill
+    await bus.nc.flush()
     stuck = reconcile({**env, "DESK_PUBLISH_TIMEOUT": "30"})
-    await asyncio.sleep(2)  # well inside the 30 s publish deadline: it is mid-page
+    await attempts.next_msg(timeout=30)  # mid-page: a backfill it is trying to store
+    await attempts.unsubscribe()
     assert stuck.poll() is None
     stuck.kill()
     await finish(stuck)
