@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.inbox import CATEGORIES
+
 
 class EditedAction(BaseModel):
     name: str
@@ -51,3 +53,24 @@ class ClaimRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     take_over: bool = False
+
+
+class InstructionWrite(BaseModel):
+    """A standing instruction a reviewer writes (the store checks it, and says what is wrong)."""
+
+    category: str = Field(json_schema_extra={"enum": list(CATEGORIES)})
+    text: str = Field(max_length=500)
+
+
+class InstructionEdit(BaseModel):
+    text: str = Field(max_length=500)
+
+
+class AutosendChange(BaseModel):
+    enabled: bool
+    eval: dict[str, Any] | None = Field(None, description="the `desk eval --json` report")
+
+
+class AuditRequest(BaseModel):
+    verdict: Literal["fine", "edited"]
+    note: str | None = None

@@ -15,8 +15,9 @@ from shared.inbox import CATEGORIES
 from .. import store
 from ..core import bus_of, inbox_of
 from ..guidance import publish_guidance
-from ..openapi import answer, body, errors, operation, path_id
+from ..openapi import answer, errors, model_body, operation, path_id
 from ..outboxes import publish_audits
+from ..schemas import AuditRequest, AutosendChange
 from .access import in_store, json_object, requires
 
 log = logging.getLogger(__name__)
@@ -41,19 +42,7 @@ async def get_autosend(request: Request, who: store.Reviewer) -> Response:
     parameters=[
         {"name": "category", "in": "path", "required": True, "schema": {"enum": list(CATEGORIES)}}
     ],
-    request=body(
-        {
-            "type": "object",
-            "required": ["enabled"],
-            "properties": {
-                "enabled": {"type": "boolean"},
-                "eval": {
-                    "type": ["object", "null"],
-                    "description": "the `desk eval --json` report",
-                },
-            },
-        }
-    ),
+    request=model_body(AutosendChange),
     responses={
         "200": answer("the trail entry", {"type": "object"}),
         **errors(400, 401, 403, 404, 409, 422, 503),
@@ -83,13 +72,7 @@ async def post_autosend(request: Request, who: store.Reviewer) -> Response:
     description="Once the reply is sent, the drafter is told: a reply found fine becomes an "
     "example for later drafts.",
     parameters=[path_id("item id")],
-    request=body(
-        {
-            "type": "object",
-            "required": ["verdict"],
-            "properties": {"verdict": {"enum": ["fine", "edited"]}, "note": {"type": "string"}},
-        }
-    ),
+    request=model_body(AuditRequest),
     responses={
         "200": answer("recorded; `demoted` when it demoted the category"),
         **errors(400, 401, 403, 404, 409, 422, 503),

@@ -11,17 +11,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from shared.http import HTTPError
-from shared.inbox import CATEGORIES
 
-from .. import store
+from .. import store, views
 from ..core import bus_of, inbox_of
 from ..guidance import publish_guidance
-from ..openapi import answer, body, errors, operation, path_id
+from ..openapi import answer, errors, model_body, operation, path_id
+from ..schemas import InstructionEdit, InstructionWrite
 from .access import in_store, json_object, requires
 
 log = logging.getLogger(__name__)
 
-INSTRUCTION = {"$ref": "#/components/schemas/Instruction"}
+INSTRUCTION = views.Instruction
 INSTRUCTION_ID = path_id("instruction id", "integer")
 
 
@@ -29,16 +29,7 @@ INSTRUCTION_ID = path_id("instruction id", "integer")
     "The standing instructions (with removed=1, removed ones too)",
     parameters=[{"name": "removed", "in": "query", "schema": {"enum": ["0", "1"]}}],
     responses={
-        "200": answer(
-            "the instructions, by category",
-            {
-                "type": "object",
-                "required": ["instructions"],
-                "properties": {
-                    "instructions": {"type": "array", "items": INSTRUCTION},
-                },
-            },
-        ),
+        "200": answer("the instructions, by category", views.Instructions),
         **errors(401, 503),
     },
 )
@@ -53,16 +44,7 @@ async def list_instructions(request: Request, who: store.Reviewer) -> Response:
 
 @operation(
     "Write a standing instruction for a category",
-    request=body(
-        {
-            "type": "object",
-            "required": ["category", "text"],
-            "properties": {
-                "category": {"enum": list(CATEGORIES)},
-                "text": {"type": "string", "maxLength": 500},
-            },
-        }
-    ),
+    request=model_body(InstructionWrite),
     responses={"201": answer("written", INSTRUCTION), **errors(400, 401, 403, 422, 503)},
 )
 @requires("reviewer")
@@ -90,13 +72,7 @@ async def post_instruction(request: Request, who: store.Reviewer) -> Response:
     method="patch",
     operation_id="edit_instruction",
     parameters=[INSTRUCTION_ID],
-    request=body(
-        {
-            "type": "object",
-            "required": ["text"],
-            "properties": {"text": {"type": "string", "maxLength": 500}},
-        }
-    ),
+    request=model_body(InstructionEdit),
     responses={"200": answer("edited", INSTRUCTION), **errors(400, 401, 403, 404, 422, 503)},
 )
 @operation(

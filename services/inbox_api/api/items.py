@@ -13,7 +13,7 @@ from shared import deadletters
 from shared.http import HTTPError
 from shared.inbox import QUEUE_PATTERN
 
-from .. import store
+from .. import store, views
 from ..core import bus_of, inbox_of
 from ..openapi import answer, errors, model_body, operation, path_id
 from ..outboxes import publish_decision
@@ -49,28 +49,7 @@ LIST_QUERY = [
     "Items, oldest waiting first by default",
     parameters=LIST_QUERY,
     responses={
-        "200": answer(
-            "a page of items",
-            {
-                "type": "object",
-                "required": ["items"],
-                "properties": {
-                    "items": {"type": "array", "items": {"$ref": "#/components/schemas/Item"}},
-                    "next_cursor": {"type": ["string", "null"]},
-                    "model": {
-                        "type": "object",
-                        "description": "whether the model drafts: while it is down (`up` "
-                        "false), drafts are delayed; `since` and `reason` say since when and why",
-                        "required": ["up"],
-                        "properties": {
-                            "up": {"type": "boolean"},
-                            "since": {"type": "string", "format": "date-time"},
-                            "reason": {"type": "string"},
-                        },
-                    },
-                },
-            },
-        ),
+        "200": answer("a page of items", views.ItemPage),
         **errors(401, 422, 503),
     },
 )
@@ -125,7 +104,7 @@ async def list_items(request: Request, who: store.Reviewer) -> Response:
     "One item with its versions, feedback, decisions and result",
     parameters=[ITEM_ID],
     responses={
-        "200": answer("the item", {"$ref": "#/components/schemas/Item"}),
+        "200": answer("the item", views.Item),
         **errors(401, 404, 503),
     },
 )
@@ -149,7 +128,7 @@ async def get_item(request: Request, who: store.Reviewer) -> Response:
     parameters=[ITEM_ID],
     request=model_body(DecisionRequest),
     responses={
-        "202": answer("recorded (or recorded already) and published", {"type": "object"}),
+        "202": answer("recorded (or recorded already) and published", views.Decided),
         **errors(400, 401, 403, 404, 409, 422, 503),
     },
 )
@@ -190,7 +169,7 @@ async def post_decision(request: Request, who: store.Reviewer) -> Response:
     parameters=[ITEM_ID],
     request=model_body(ClaimRequest, required=False),
     responses={
-        "200": answer("the claim", {"type": "object"}),
+        "200": answer("the claim", views.Claim),
         **errors(400, 401, 403, 404, 409, 422, 503),
     },
 )
@@ -216,10 +195,7 @@ async def post_claim(request: Request, who: store.Reviewer) -> Response:
     "Let go of the token's reviewer's claim on the item",
     parameters=[ITEM_ID],
     responses={
-        "200": answer(
-            "whether a claim was let go",
-            {"type": "object", "properties": {"released": {"type": "boolean"}}},
-        ),
+        "200": answer("whether a claim was let go", views.Released),
         **errors(401, 403, 404, 503),
     },
 )
@@ -253,30 +229,7 @@ async def delete_claim(request: Request, who: store.Reviewer) -> Response:
         }
     ],
     responses={
-        "200": answer(
-            "statistics",
-            {
-                "type": "object",
-                "required": ["by_status", "by_category", "review"],
-                "properties": {
-                    "by_status": {"type": "object"},
-                    "by_category": {"type": "object"},
-                    "oldest_waiting": {"type": ["object", "null"]},
-                    "decision_mix": {"type": "object"},
-                    "dead_letters": {"type": ["integer", "null"]},
-                    "review": {"$ref": "#/components/schemas/Review"},
-                    "drafts": {
-                        "type": "object",
-                        "description": "drafts made in the window, and their cost",
-                        "properties": {
-                            "days": {"type": "integer"},
-                            "count": {"type": "integer"},
-                            "cost_usd": {"type": "number"},
-                        },
-                    },
-                },
-            },
-        ),
+        "200": answer("statistics", views.Stats),
         **errors(401, 422, 503),
     },
 )
