@@ -85,7 +85,10 @@ run: $(VENV)/.installed
 # their servers (three left a sixth of the CPU idle).
 PYTEST_WORKERS ?= 4
 
+# The suite starts some three hundred processes (services, CLI commands): compiled once here,
+# the code is not compiled again by each (nor at all where PYTHONDONTWRITEBYTECODE is set).
 test: $(VENV)/.installed-test $(VENV)/.installed-embeddings
+	$(BIN)/python -m compileall -q -j 0 desk services shared standins chaos benchmarks tests >/dev/null
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder \
 	  --durations=15 $(PYTEST_ARGS)
 
