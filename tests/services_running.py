@@ -6,13 +6,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 
 from desk.process import free_port
+from tests.forkserver import Forked, spawn
 
 ROOT = Path(__file__).resolve().parents[1]
 PORT_ATTEMPTS = 3
@@ -34,7 +34,7 @@ class ServiceProcess:
             }
         )
         self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: Forked | subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
@@ -51,13 +51,7 @@ class ServiceProcess:
         for attempt in range(1, PORT_ATTEMPTS + 1):
             logged = self.log.stat().st_size if self.log.exists() else 0
             with open(self.log, "ab") as out:
-                self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "desk", *self.args],
-                    cwd=ROOT,
-                    env=self.env,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                )
+                self.proc = spawn(self.args, env=self.env, stdout=out, stderr=subprocess.STDOUT)
             if self not in STARTED:
                 STARTED.append(self)
             try:
@@ -110,5 +104,4 @@ class ServiceProcess:
                 self.proc.wait(30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+        return self.proc.wait()

@@ -9,7 +9,6 @@ import datetime as dt
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from shared import subjects
 from shared.bus import Bus
 from shared.helpdesk import Ticket
 from shared.helpdesk.sql import SqlSource
+from tests import forkserver
 from tests.helpers import messages
 from tests.services_running import ROOT, ServiceProcess
 
@@ -27,13 +27,8 @@ SECRET = "whsec_" + base64.b64encode(b"helpdesk-cli-test-secret-32byte!").decode
 
 def desk(var_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
-    return subprocess.run(
-        [sys.executable, "-m", "desk", "helpdesk", *args],
-        cwd=ROOT,
-        env={**clean, "DESK_VAR_DIR": str(var_dir), **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
+    return forkserver.run(
+        ["helpdesk", *args], env={**clean, "DESK_VAR_DIR": str(var_dir), **env}, cwd=ROOT
     )
 
 

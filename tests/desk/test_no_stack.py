@@ -20,19 +20,13 @@ from desk.natsserver import NatsServer
 from shared import subjects
 from shared.bus import Bus
 from shared.permissions import ADMIN, authorization_block
+from tests import forkserver
 from tests.helpers import eventually
 from tests.services_running import ROOT
 
 
 def desk(env: dict[str, str], command: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "desk", *command],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return forkserver.run(command, env=env, cwd=ROOT)
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import nats.errors as nats_errors
@@ -20,6 +19,7 @@ from shared.consumer import declared_consumers
 from shared.envelope import Envelope
 from shared.settings import DeskSettings
 from shared.streams import Topology, provision
+from tests import forkserver
 from tests.helpers import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,14 +30,7 @@ TRACEPARENT = f"00-{TRACE_ID}-00f067aa0ba902b7-01"
 def desk_trace(nats: NatsServer, wanted: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
     env["DESK_NATS_URL"] = nats.url
-    return subprocess.run(
-        [sys.executable, "-m", "desk", "trace", wanted],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return forkserver.run(["trace", wanted], env=env, cwd=ROOT)
 
 
 async def next_delivery(sub: JetStreamContext.PullSubscription, timeout: float = 5.0) -> Msg:

@@ -19,6 +19,7 @@ import pytest
 from desk.helpdesk import DEMO_KNOWLEDGE
 from services.drafter.knowledge import Knowledge, retriever_of
 from shared.settings import ConfigError
+from tests import forkserver
 
 pytestmark = pytest.mark.long  # each process that loads the model takes about 10 s
 
@@ -90,11 +91,9 @@ def test_an_article_added_on_disk_is_found_without_a_restart(tmp_path: Path) -> 
 @needs_model
 def test_desk_eval_measures_the_embeddings_retriever(tmp_path: Path) -> None:
     report = tmp_path / "report.json"
-    run = subprocess.run(
-        [sys.executable, "-m", "desk", "eval", "--retriever", "embeddings", "--json", str(report)],
+    run = forkserver.run(
+        ["eval", "--retriever", "embeddings", "--json", str(report)],
         env=clean_env(DESK_VAR_DIR=str(tmp_path / "var")),
-        capture_output=True,
-        text=True,
         timeout=180,
     )
     # measured, whatever the verdict: at its floor the embeddings retriever offers an article to

@@ -9,7 +9,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 from desk.natsserver import NatsServer
 from shared.bus import Bus
 from shared.streams import Topology, provision
+from tests import forkserver
 from tests.helpers import eventually
 from tests.inbox_items import draft_item, publish_item
 
@@ -169,13 +169,7 @@ async def test_a_decided_item_cannot_be_claimed(team_api: Api, nats_bus: Bus) ->
 
 def desk_inbox(api: Api, token: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
-    return subprocess.run(
-        [sys.executable, "-m", "desk", "inbox", *args, "--url", api.url, "--token", token],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return forkserver.run(["inbox", *args, "--url", api.url, "--token", token], env=env)
 
 
 @pytest.fixture(scope="module")

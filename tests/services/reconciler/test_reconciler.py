@@ -7,7 +7,6 @@ import datetime as dt
 import json
 import os
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,6 +25,8 @@ from shared.helpdesk.sql import SqlSource
 from shared.http import HttpServer
 from shared.inbox import InboxItem
 from shared.ledger import Ledger
+from tests import forkserver
+from tests.forkserver import Forked
 from tests.helpdesk_server import TOKEN, helpdesk_app
 from tests.helpers import eventually, messages
 from tests.services_running import ROOT, ServiceProcess
@@ -84,19 +85,19 @@ async def pipeline(
         helpdesk.source.engine.dispose()
 
 
-def reconcile(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+def reconcile(env: dict[str, str], *args: str) -> Forked | subprocess.Popen[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("DESK_")}
-    return subprocess.Popen(
-        [sys.executable, "-m", "desk", "reconcile", *args],
-        cwd=ROOT,
+    return forkserver.spawn(
+        ["reconcile", *args],
         env={**clean, **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        stdout=forkserver.PIPE,
+        stderr=forkserver.PIPE,
         text=True,
     )
 
 
-async def finish(process: subprocess.Popen[str]) -> tuple[str, str]:
+async def finish(process: Forked | subprocess.Popen[str]) -> tuple[str, str]:
     """Wait in a thread: the HTTP helpdesk answers from this test's event loop meanwhile."""
     return await asyncio.to_thread(process.communicate, timeout=60)
 
