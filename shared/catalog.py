@@ -45,7 +45,9 @@ from .settings import (
 
 LEDGER = "ledger"  # every service's own processed-ledger bucket (see `ledger_bucket`)
 STATE = "desk_state"  # the reconciler's cursors and last-run times
-GUIDANCE = "desk_guidance"  # the standing instructions the inbox learns (shared.guidance)
+# the standing instructions the inbox learns (shared.standing); the bucket keeps its first name,
+# under which deployments already hold the value
+STANDING = "desk_guidance"
 MODEL = "desk_model"  # the model endpoint's state as the drafter sees it (shared.outage)
 
 
@@ -166,7 +168,7 @@ DRAFTER = ServiceSpec(
     ),
     publishes=DRAFTER_PUBLISHES,
     kv_writes=(LEDGER, MODEL),  # MODEL: whether the model answers (the inbox's banner)
-    kv_reads=(GUIDANCE,),  # the standing instructions each draft is given
+    kv_reads=(STANDING,),  # the standing instructions each draft is given
     tables=(
         "checkpoints",
         "checkpoint_blobs",
@@ -199,7 +201,7 @@ INBOX_API = ServiceSpec(
     publishes=(subjects.INBOX_DECISION, subjects.INBOX_NOTICE, subjects.INBOX_AUDITED),
     reads=(subjects.DLQ, subjects.EVENTS, subjects.WORK, subjects.INBOX, subjects.RESULTS),
     deletes=(subjects.DLQ,),
-    kv_writes=(GUIDANCE,),
+    kv_writes=(STANDING,),
     kv_reads=(MODEL,),  # drafts delayed while the model is down: a banner for reviewers
     tables=(
         "inbox_items",

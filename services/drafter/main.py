@@ -6,7 +6,7 @@ import dataclasses
 import functools
 import socket
 
-from shared import guidance, outage
+from shared import outage, standing
 from shared.helpdesk.configured import open_configured
 from shared.helpdesk.http import HttpSource
 from shared.service import Service
@@ -42,7 +42,7 @@ async def run(settings: DrafterSettings) -> None:
         if health is not None:  # for the inbox's banner: drafts wait while the model is down
             writer = outage.Writer(svc.bus.js, f"{svc.name}-{socket.gethostname()}")
             svc.every(5.0, functools.partial(health.report, writer), name="model state")
-        deps = dataclasses.replace(deps, guidance=guidance.Reader(svc.bus.js).read)
+        deps = dataclasses.replace(deps, standing=standing.Reader(svc.bus.js).read)
         lease_ttl, lease_wait = max(5.0, settings.ack_wait), settings.llm_timeout * 2 + 30
         drafter = Drafter(
             svc.bus, graph, deps, svc.ledger, lease_ttl=lease_ttl, lease_wait=lease_wait

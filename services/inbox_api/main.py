@@ -13,9 +13,9 @@ from shared.settings import InboxApiSettings
 from . import api, metrics, outboxes, policy, store, web
 from .auth import Reviewers
 from .core import Inbox, Perimeter
-from .guidance import publish_guidance
 from .handlers import ItemProjection, ResultProjection
 from .notices import Notices
+from .standing import publish_standing
 from .watch import SECONDS, Watch
 
 log = logging.getLogger(__name__)
@@ -46,8 +46,8 @@ async def run(settings: InboxApiSettings) -> None:
         await svc.consume("inbox_api", projection.handlers())
         await svc.consume("inbox_api-results", ResultProjection(engine).on_result)
         outboxes.relay(svc.bus, engine).start(svc, settings.relay_interval)  # decisions, …
-        guidance = functools.partial(publish_guidance, svc.bus, engine)  # the drafter's copy
-        svc.every(settings.relay_interval, guidance, name="standing instructions")
+        standing = functools.partial(publish_standing, svc.bus, engine)  # the drafter's copy
+        svc.every(settings.relay_interval, standing, name="standing instructions")
         scan, digest = settings.sla_scan_seconds, settings.digest_minutes * 60
         mentions = reviewers.mentions()  # who an escalation or digest mentions, per queue
         notices = Notices(engine, svc.bus, mentions, scan_seconds=scan, digest_seconds=digest)

@@ -27,7 +27,7 @@ from shared.inbox import Audited, Decision, Notice
 from shared.outbox import Message, Outbox, Relay
 
 from . import store
-from .guidance import publish_guidance
+from .standing import publish_standing
 
 SOURCE = "/desk/inbox_api"
 
@@ -69,7 +69,7 @@ async def publish_decision(bus: Bus | None, engine: Engine, decision: Decision) 
     if not await outbox.send(bus, decisions(engine), message):
         return False
     if decision.type == "response":  # it may have made a standing instruction
-        await publish_guidance(bus, engine)
+        await publish_standing(bus, engine)
     return True
 
 

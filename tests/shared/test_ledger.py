@@ -116,10 +116,14 @@ async def test_a_lease_is_renewed_while_held(bus: Bus) -> None:
     ledger = await Ledger.open(bus.js, "drafter")
     async with ledger.lease("T3", ttl=1, wait=0):
         key = ledger_key("lease:T3")
-        created = (await ledger.kv.get(key)).revision
+
+        async def revision() -> int:
+            return (await ledger.kv.get(key)).revision or 0
+
+        created = await revision()
 
         async def renewed_six_times() -> bool:  # every third of the TTL: twice the TTL by now
-            return (await ledger.kv.get(key)).revision - created >= 6
+            return await revision() - created >= 6
 
         await eventually(renewed_six_times, message="six renewals")
         from shared.errors import TransientError
@@ -155,7 +159,9 @@ async def test_a_lease_ends_with_its_block_even_if_a_renewal_swallows_the_cancel
         async with ledger.lease("T4", ttl=1, wait=0):
             await asyncio.wait_for(in_renewal.wait(), 5)  # leave while a renewal is in flight
         # the block ended: the key is free at once, and stays free (no renewal left running)
-        renewals = [t for t in asyncio.all_tasks() if t.get_coro().__name__ == "_renew"]
+        renewals = [
+            t for t in asyncio.all_tasks() if getattr(t.get_coro(), "__name__", "") == "_renew"
+        ]
         assert renewals == []
         async with ledger.lease("T4", ttl=30, wait=0):
             pass

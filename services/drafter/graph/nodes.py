@@ -98,7 +98,7 @@ async def draft(state: State, runtime: Runtime[Deps]) -> dict[str, Any]:
     feedback = state.get("feedback", [])
     passages = await _passages(deps, ticket, _round(state))
     examples = await lessons.shown(state, runtime, passages, _round(state))
-    instructions = (await deps.guidance()).by_category() if deps.guidance else {}
+    instructions = (await deps.standing()).by_category() if deps.standing else {}
     asked = writer.Asked(feedback, passages, examples, instructions)
     try:
         if deps.health is None:

@@ -8,9 +8,9 @@ from typing import Any, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 
-from shared.guidance import Guidance
 from shared.helpdesk import SourceSystem
 from shared.settings import DrafterSettings
+from shared.standing import StandingInstructions
 
 from ..health import Health
 from ..knowledge import Knowledge
@@ -63,8 +63,8 @@ class Deps:
     knowledge: Knowledge | None = None  # DESK_KNOWLEDGE_DIR: passages each draft is given
     passages: int = 3
     examples: int = 3  # DESK_EXAMPLES: replies reviewers sent for similar rounds (memory)
-    # the standing instructions the inbox learned (shared.guidance); None: no broker (tests)
-    guidance: Callable[[], Awaitable[Guidance]] | None = None
+    # the standing instructions the inbox learned (shared.standing); None: no broker (tests)
+    standing: Callable[[], Awaitable[StandingInstructions]] | None = None
     # the model's calls in flight (DESK_LLM_CONCURRENCY); None: the offline model, no limit
     limiter: Limiter | None = None
     # the model endpoint's breaker: an outage is waited out; None: the offline model, `desk eval`

@@ -14,10 +14,10 @@ from shared.inbox import CATEGORIES
 
 from .. import store
 from ..core import bus_of, inbox_of
-from ..guidance import publish_guidance
 from ..openapi import answer, errors, model_body, operation, path_id
 from ..outboxes import publish_audits
 from ..schemas import AuditRequest, AutosendChange
+from ..standing import publish_standing
 from .access import in_store, json_object, requires
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ async def post_autosend(request: Request, who: store.Reviewer) -> Response:
         store.autosend.change, inbox.engine, category, on, who.name, inbox.policy, body.get("eval")
     )
     log.warning("auto-send %s for %s by %s", row["action"], category, who.name)
-    await publish_guidance(bus_of(request), inbox.engine)  # what its drafts are given changed
+    await publish_standing(bus_of(request), inbox.engine)  # what its drafts are given changed
     return JSONResponse(row)
 
 

@@ -14,9 +14,9 @@ from shared.http import HTTPError
 
 from .. import store, views
 from ..core import bus_of, inbox_of
-from ..guidance import publish_guidance
 from ..openapi import answer, errors, model_body, operation, path_id
 from ..schemas import InstructionEdit, InstructionWrite
+from ..standing import publish_standing
 from .access import in_store, json_object, requires
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ async def post_instruction(request: Request, who: store.Reviewer) -> Response:
         admin=who.name in inbox.admins,
     )
     log.info("standing instruction %s written by %s (%s)", row["id"], who.name, row["status"])
-    await publish_guidance(bus_of(request), engine)
+    await publish_standing(bus_of(request), engine)
     return JSONResponse(row, status_code=201)
 
 
@@ -107,7 +107,7 @@ async def change_instruction(request: Request, who: store.Reviewer) -> Response:
     )
     verb = "removed" if request.method == "DELETE" else "edited"
     log.info("standing instruction %s %s by %s", instruction_id, verb, who.name)
-    await publish_guidance(bus_of(request), engine)
+    await publish_standing(bus_of(request), engine)
     return JSONResponse(row)
 
 
@@ -148,5 +148,5 @@ async def _judge_instruction(
         call, inbox.engine, instruction_id, who.name, missing="no such standing instruction"
     )
     log.warning("standing instruction %s: %s by %s", instruction_id, verdict, who.name)
-    await publish_guidance(bus_of(request), inbox.engine)
+    await publish_standing(bus_of(request), inbox.engine)
     return JSONResponse(row)

@@ -25,9 +25,9 @@ from .errors import Conflict, Invalid, NotFound
 from .instructions import (
     approve_instruction,
     change_instruction,
-    guidance,
     list_instructions,
     reject_instruction,
+    standing_instructions,
     write_instruction,
 )
 from .listing import Mine, decode_cursor, encode_cursor, list_items, with_claims
@@ -99,7 +99,6 @@ __all__ = [
     "encode_cursor",
     "find_session",
     "get_item",
-    "guidance",
     "item_json",
     "list_instructions",
     "list_items",
@@ -117,6 +116,7 @@ __all__ = [
     "review_log",
     "set_flash",
     "set_result",
+    "standing_instructions",
     "stats",
     "supersede_older",
     "targets",

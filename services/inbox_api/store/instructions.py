@@ -7,7 +7,7 @@ category, with the feedback it came from as its evidence. Reviewers see every in
 the inbox's instructions page and beside each draft that was given it, and edit or remove it
 there; they may also write one. A removed instruction is kept (status `removed`) so the same
 feedback does not bring it back; feedback like an active one adds to its evidence. The active
-ones are what the drafter is given (`shared.guidance`, published by the inbox).
+ones are what the drafter is given (`shared.standing`, published by the inbox).
 
 Auto-sent replies follow them with no person reading the reply, so while auto-send is on for
 any category (a draft is shown every category's instructions), a new or changed instruction
@@ -27,9 +27,9 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from shared.guidance import Guidance, Instruction
 from shared.inbox import CATEGORIES
 from shared.similarity import overlap
+from shared.standing import Instruction, StandingInstructions
 
 from .autosend import enabled, on_for
 from .errors import Conflict, Invalid, NotFound
@@ -270,7 +270,7 @@ def approved_ids(session: Session, item: ItemRow) -> list[int] | None:
     return [int(r.id or 0) for r in rows]
 
 
-def guidance(engine: Engine) -> Guidance:
+def standing_instructions(engine: Engine) -> StandingInstructions:
     """What the drafter is given: the active instructions; while auto-send is on for any
     category (`guarded`), only those an admin approved."""
     held = on_for(engine)
@@ -280,7 +280,7 @@ def guidance(engine: Engine) -> Guidance:
             .where(InstructionRow.status == "active")
             .order_by(col(InstructionRow.category), col(InstructionRow.id))
         ).all()
-        return Guidance(
+        return StandingInstructions(
             instructions=[
                 Instruction(id=r.id or 0, category=r.category, text=r.text)
                 for r in rows

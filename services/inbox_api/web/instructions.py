@@ -2,7 +2,7 @@
 from (the feedback it was learned from), and the forms that edit, remove or add one. Viewers
 read; reviewers change; with auto-send on for a category, a reviewer's new or changed
 instruction waits for an admin (`DESK_ADMINS`), who approves or turns it down here. Every
-change goes to the drafter at once (`inbox_api.guidance`)."""
+change goes to the drafter at once (`inbox_api.standing`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from shared.inbox import CATEGORIES
 
 from .. import store
 from ..core import inbox_of
-from ..guidance import publish_guidance
+from ..standing import publish_standing
 from . import forms
 from .cookies import edge_of, flash_of, session_of
 from .responses import error_page, page, to_login
@@ -110,7 +110,7 @@ async def instruction_form(request: Request) -> Response:
     except store.Conflict as exc:
         return error_page(request, 409, "Nothing to do", str(exc), BACK)
     log.info("%s: standing instruction %s by %s", done, row["id"], who.name)
-    published = await publish_guidance(request.app.state.service.connection, engine)
+    published = await publish_standing(request.app.state.service.connection, engine)
     session = await session_of(request)
     if session is not None:
         note = "" if published else " (drafts get it as soon as the broker answers)"

@@ -17,12 +17,12 @@ import pytest
 
 from desk.helpdesk import DEMO_KNOWLEDGE
 from services.drafter import memory
-from shared import guidance, ids, subjects
+from shared import ids, standing, subjects
 from shared.bus import Bus
 from shared.envelope import Envelope
-from shared.guidance import Guidance, Instruction
 from shared.helpdesk.sql import SqlSource
 from shared.inbox import Audited, InboxItem
+from shared.standing import Instruction, StandingInstructions
 from standins.llm import FakeLLM, default_responder
 from standins.obedient import obedient_responder, read_prompt
 from tests.helpers import eventually
@@ -100,13 +100,13 @@ async def test_the_standing_instructions_reach_the_draft_and_its_item(
     bus: Bus, harness: Harness, fake_llm: FakeLLM
 ) -> None:
     fake_llm.responder = billing
-    standing = Guidance(
+    given = StandingInstructions(
         instructions=[
             Instruction(id=1, category="billing", text="Always say when the money is back."),
             Instruction(id=2, category="refund", text="Mention the 5-day processing time."),
         ]
     )
-    await guidance.write(bus.js, standing)
+    await standing.write(bus.js, given)
     harness.start()
     await send_event(bus, "T1012", "evt_1")
     await eventually(lambda: count(bus, 1), timeout=20, message="the draft")
@@ -117,8 +117,11 @@ async def test_the_standing_instructions_reach_the_draft_and_its_item(
     assert item.instructions == ["Always say when the money is back."]  # its category's
 
     # read again for every draft: what the reviewers changed meanwhile reaches the next one
-    await guidance.write(
-        bus.js, Guidance(instructions=[Instruction(id=3, category="billing", text="Say sorry.")])
+    await standing.write(
+        bus.js,
+        StandingInstructions(
+            instructions=[Instruction(id=3, category="billing", text="Say sorry.")]
+        ),
     )
     await send_event(bus, "T1013", "evt_2")
     await eventually(lambda: count(bus, 2), timeout=20, message="the second draft")

@@ -26,11 +26,12 @@ from desk.natsserver import NatsServer
 from services.inbox_api import store
 from services.inbox_api.store.instructions import approved_ids
 from services.inbox_api.store.tables import AutoSendRow, ItemRow, now
-from shared import guidance, ids, subjects
+from shared import ids, subjects
 from shared.bus import Bus
 from shared.db import make_engine
 from shared.envelope import Envelope
 from shared.inbox import AUTO_SEND, InboxItem
+from shared.standing import read as published_instructions
 from shared.streams import Topology, provision
 from tests.helpers import eventually
 from tests.inbox_items import conversation, draft_item, published_decisions
@@ -68,7 +69,7 @@ async def standing(api: Api, *, removed: bool = False) -> list[dict[str, Any]]:
 
 
 async def drafter_sees(bus: Bus, texts: list[str]) -> bool:
-    return [i.text for i in (await guidance.read(bus.js)).instructions] == texts
+    return [i.text for i in (await published_instructions(bus.js)).instructions] == texts
 
 
 async def test_recurring_feedback_becomes_a_standing_instruction_reviewers_can_change(
@@ -334,7 +335,7 @@ async def test_a_reviewers_instruction_reaches_auto_sent_drafts_only_once_an_adm
         path = f"/api/instructions/{row['id']}"
         assert (await rita.post(f"{path}/approve")).status_code == 403  # only an admin
     # the inbox published the drafter's copy before it answered: the instruction is not in it
-    assert STEER not in [i.text for i in (await guidance.read(team_bus.js)).instructions]
+    assert STEER not in [i.text for i in (await published_instructions(team_bus.js)).instructions]
 
     held = await given(api, team_bus, STEER)  # a drafter that was given it all the same
     shown = await stored(api, held.id) or {}
@@ -407,7 +408,7 @@ async def test_on_the_page_a_reviewer_proposes_and_an_admin_approves(
             f"/instructions/{row['id']}", data={"csrf": csrf, "action": "approve"}
         )
         assert refused.status_code == 403
-    assert text not in [i.text for i in (await guidance.read(team_bus.js)).instructions]
+    assert text not in [i.text for i in (await published_instructions(team_bus.js)).instructions]
 
     async with httpx.AsyncClient(base_url=api.url, timeout=10) as browser:
         csrf = await log_in(browser, ADA)
@@ -419,7 +420,7 @@ async def test_on_the_page_a_reviewer_proposes_and_an_admin_approves(
         assert (done.status_code, done.headers["location"]) == (303, "/instructions")
         page = (await browser.get("/instructions")).text
         assert "Instruction approved for invoice" in page and "approved by ada" in page
-    assert text in [i.text for i in (await guidance.read(team_bus.js)).instructions]
+    assert text in [i.text for i in (await published_instructions(team_bus.js)).instructions]
     async with api.client(ADA) as ada:
         assert (await ada.post("/api/autosend/invoice", json={"enabled": False})).is_success
 
@@ -443,7 +444,7 @@ def test_what_drafts_of_an_auto_send_category_are_given_is_what_an_admin_approve
         store.decide(engine, item.id, "response", feedback, 1, rita)
 
     def given() -> list[str]:
-        return [i.text for i in store.guidance(engine).instructions]
+        return [i.text for i in store.standing_instructions(engine).instructions]
 
     [learned] = store.list_instructions(engine)
     assert (learned["status"], learned["approved_by"]) == ("pending", None)

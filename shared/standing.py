@@ -15,13 +15,13 @@ from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .catalog import GUIDANCE
+from .catalog import STANDING
 from .errors import Unavailable
 from .ledger import FAILURES
 
 log = logging.getLogger(__name__)
 
-BUCKET = GUIDANCE
+BUCKET = STANDING
 KEY = "instructions"
 
 
@@ -33,7 +33,7 @@ class Instruction(BaseModel):
     text: str
 
 
-class Guidance(BaseModel):
+class StandingInstructions(BaseModel):
     """The active standing instructions, per category."""
 
     model_config = ConfigDict(frozen=True)
@@ -47,8 +47,8 @@ class Guidance(BaseModel):
         return found
 
 
-async def read(js: JetStreamContext) -> Guidance:
-    """The active instructions (none yet: an empty Guidance)."""
+async def read(js: JetStreamContext) -> StandingInstructions:
+    """The active instructions (none yet: empty)."""
     return await Reader(js).read()
 
 
@@ -60,32 +60,32 @@ class Reader:
         self.js = js
         self._kv: KeyValue | None = None
 
-    async def read(self) -> Guidance:
+    async def read(self) -> StandingInstructions:
         try:
             if self._kv is None:
                 self._kv = await self.js.key_value(BUCKET)
             entry = await self._kv.get(KEY)
         except js_errors.KeyNotFoundError:
-            return Guidance()
+            return StandingInstructions()
         except js_errors.NotFoundError:  # no bucket (yet, or any more): look for it next time
             self._kv = None
-            return Guidance()
+            return StandingInstructions()
         except FAILURES as exc:
             raise Unavailable("the standing instructions are unavailable") from exc
         return _parsed(entry.value)
 
 
-def _parsed(value: bytes | None) -> Guidance:
+def _parsed(value: bytes | None) -> StandingInstructions:
     try:
-        return Guidance.model_validate_json(value or b"{}")
+        return StandingInstructions.model_validate_json(value or b"{}")
     except ValidationError as exc:  # drafts go on without them; the inbox's next write mends it
         log.warning("the standing instructions cannot be read: %s", exc.errors()[0]["msg"])
-        return Guidance()
+        return StandingInstructions()
 
 
-async def write(js: JetStreamContext, guidance: Guidance) -> None:
+async def write(js: JetStreamContext, instructions: StandingInstructions) -> None:
     try:
         kv = await js.key_value(BUCKET)
-        await kv.put(KEY, guidance.model_dump_json().encode())
+        await kv.put(KEY, instructions.model_dump_json().encode())
     except FAILURES as exc:
         raise Unavailable("the standing instructions cannot be published") from exc

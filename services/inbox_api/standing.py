@@ -1,4 +1,4 @@
-"""Publishing the standing instructions to the drafter (`shared.guidance`).
+"""Publishing the standing instructions to the drafter (`shared.standing`).
 
 The inbox's table is the record; the key-value entry is its copy for the drafter, rewritten
 whole whenever it differs: right after a change, and on every run of the inbox's periodic
@@ -12,7 +12,7 @@ import logging
 
 from sqlalchemy.engine import Engine
 
-from shared import guidance
+from shared import standing
 from shared.bus import Bus
 from shared.errors import TransientError
 
@@ -21,14 +21,14 @@ from . import store
 log = logging.getLogger(__name__)
 
 
-async def publish_guidance(bus: Bus | None, engine: Engine) -> bool:
+async def publish_standing(bus: Bus | None, engine: Engine) -> bool:
     """Make the drafter's copy match the table; False when the broker is away (retried)."""
     if bus is None or not bus.connected:
         return False
-    wanted = await asyncio.to_thread(store.guidance, engine)
+    wanted = await asyncio.to_thread(store.standing_instructions, engine)
     try:
-        if await guidance.read(bus.js) != wanted:
-            await guidance.write(bus.js, wanted)
+        if await standing.read(bus.js) != wanted:
+            await standing.write(bus.js, wanted)
             log.info("standing instructions published: %d active", len(wanted.instructions))
     except TransientError as exc:
         log.warning("standing instructions not published yet: %s", exc)
