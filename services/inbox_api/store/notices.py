@@ -1,5 +1,7 @@
 """Notices for the notifier: service-level escalations and queue digests, recorded before they
-are published.
+are published. (The words: a notice is what the inbox raises; the sender's notifier posts it, or
+a routed `notify` event, to the supervisors' webhook as a notification, whose result the inbox
+records as a `NotificationRow` to show on the ticket's items.)
 
 Each notice is a row whose primary key is its idempotency key, so however often the scan runs,
 on however many replicas, an escalation exists once per threshold per round of a conversation
