@@ -153,6 +153,9 @@ class Rounds:
         self, work: threads.Work, config: RunnableConfig, values: dict[str, Any]
     ) -> None:
         """A ticket event on a thread whose last round is closed (or had nothing to answer)."""
+        # first what the run that finished it owed: the withdrawal of its draft, whose publish
+        # a crash (or a broker that refused it) may have cut off; this is its redelivery
+        await self.runs.withdrawal(values)
         ticket = await self._ticket(work, None, values.get("ticket"))
         if ticket.status == "closed":
             metrics.OUTCOMES.labels("closed").inc()

@@ -100,16 +100,23 @@ class Runs:
         values = await self.run(None, config)
         if values.get(INTERRUPT):
             await self.publisher.emit(InboxItem.model_validate(values[INTERRUPT][0].value))
-        elif values.get("outcome") == "withdrawn" and values.get("item"):
-            item = InboxItem.model_validate(values["item"])
-            status = None  # the ticket's status now, as a withdrawal says it
-            if values.get("inline_ticket") is None and item.ticket_id:
-                try:
-                    status = (await self.deps.source.get_ticket(item.ticket_id)).status
-                except PermanentError:
-                    pass  # gone from the helpdesk
-            await self.publisher.withdraw(item, str(values.get("withdrawn") or ""), status)
+        else:
+            await self.withdrawal(values)
         return True
+
+    async def withdrawal(self, values: dict[str, Any]) -> None:
+        """Publish the withdrawal a thread that ended withdrawn owes (idempotent id): its run
+        and the publish that follows it are two steps, and a drafter may die between them."""
+        if values.get("outcome") != "withdrawn" or not values.get("item"):
+            return
+        item = InboxItem.model_validate(values["item"])
+        status = None  # the ticket's status now, as a withdrawal says it
+        if values.get("inline_ticket") is None and item.ticket_id:
+            try:
+                status = (await self.deps.source.get_ticket(item.ticket_id)).status
+            except PermanentError:
+                pass  # gone from the helpdesk
+        await self.publisher.withdraw(item, str(values.get("withdrawn") or ""), status)
 
     async def after(self, values: dict[str, Any]) -> None:
         """What a run that stopped leaves to do: publish the item it waits on, or say how the

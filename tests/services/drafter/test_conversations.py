@@ -411,6 +411,45 @@ async def test_a_withdrawal_cut_off_mid_step_is_finished_not_stuck_for_good(
     await eventually(lambda: settled(bus), timeout=20, message="the event handled, not retried")
 
 
+async def test_a_withdrawal_whose_publish_failed_after_its_run_goes_out_on_the_retry(
+    bus: Bus, harness: Harness
+) -> None:
+    """The ticket was closed while its draft waited: the run that withdraws the draft finished
+    and was saved, then the withdrawal's publish failed (the broker refused it here; a drafter
+    killed at that moment is the same). The event's retry finds the thread finished: it
+    publishes the withdrawal it owes, or the draft would wait in the inbox for good."""
+    harness.start(DESK_PUBLISH_TIMEOUT="1")
+    await send_event(bus, "T1002", "evt_1")
+    await eventually(lambda: items(bus), timeout=20, message="the draft")
+    info = await bus.js.stream_info(subjects.INBOX)
+    kept = info.config.subjects
+    info.config.subjects = [
+        subjects.INBOX_ITEM,
+        subjects.INBOX_DECISION,
+        subjects.INBOX_OVERDUE,
+        subjects.INBOX_NOTICE,
+        subjects.INBOX_AUDITED,
+    ]
+    await bus.js.update_stream(info.config)  # a withdrawal cannot be stored for now
+    attempts = await bus.nc.subscribe(subjects.INBOX_WITHDRAWN)
+    await bus.nc.flush()
+
+    helpdesk(harness).set_status("T1002", "closed")
+    await send_event(bus, "T1002", "evt_2", event_type="ticket.closed")
+    await attempts.next_msg(timeout=20)  # the run finished; its withdrawal was refused
+    await attempts.unsubscribe()
+    info.config.subjects = kept
+    await bus.js.update_stream(info.config)
+
+    await eventually(
+        lambda: notices(bus, subjects.INBOX_WITHDRAWN), timeout=20, message="the withdrawal"
+    )
+    [notice] = await notices(bus, subjects.INBOX_WITHDRAWN)
+    withdrawal = Withdrawal.model_validate(notice.data)
+    assert (withdrawal.item_id, withdrawal.ticket_status) == ("T1002~v1", "closed")
+    await eventually(lambda: settled(bus), timeout=20, message="the event handled")
+
+
 async def test_the_customer_writing_after_a_sent_reply_whose_decision_is_late_is_a_new_round(
     bus: Bus, harness: Harness
 ) -> None:
