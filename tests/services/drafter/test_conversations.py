@@ -36,6 +36,15 @@ async def notices(bus: Bus, subject: str) -> list[Envelope]:
     ]
 
 
+async def the_withdrawal(bus: Bus) -> Withdrawal:
+    """The one withdrawal the drafter publishes, once it has."""
+    await eventually(
+        lambda: notices(bus, subjects.INBOX_WITHDRAWN), timeout=20, message="the withdrawal"
+    )
+    [notice] = await notices(bus, subjects.INBOX_WITHDRAWN)
+    return Withdrawal.model_validate(notice.data)
+
+
 async def item_count(bus: Bus, n: int) -> bool:
     return len(await items(bus)) >= n
 
@@ -99,11 +108,7 @@ async def test_an_agent_reply_in_the_helpdesk_withdraws_the_waiting_draft(
     [v1] = await items(bus)
     helpdesk(harness).add_message("T1003", "Fixed in 4.2.2, please update.", author="agent")
     await send_event(bus, "T1003", "evt_2", event_type="ticket.message.created")
-    await eventually(
-        lambda: notices(bus, subjects.INBOX_WITHDRAWN), timeout=20, message="the withdrawal"
-    )
-    [notice] = await notices(bus, subjects.INBOX_WITHDRAWN)
-    withdrawal = Withdrawal.model_validate(notice.data)
+    withdrawal = await the_withdrawal(bus)
     assert (withdrawal.item_id, withdrawal.reason) == (v1.id, "a person answered in the helpdesk")
 
     await decide(bus, v1, "accept")  # the thread no longer waits: refused, nothing drafted
@@ -118,11 +123,7 @@ async def test_closing_the_ticket_withdraws_the_waiting_draft(bus: Bus, harness:
     await eventually(lambda: items(bus), timeout=20, message="the draft")
     helpdesk(harness).set_status("T1002", "closed")
     await send_event(bus, "T1002", "evt_2", event_type="ticket.closed")
-    await eventually(
-        lambda: notices(bus, subjects.INBOX_WITHDRAWN), timeout=20, message="the withdrawal"
-    )
-    [notice] = await notices(bus, subjects.INBOX_WITHDRAWN)
-    withdrawal = Withdrawal.model_validate(notice.data)
+    withdrawal = await the_withdrawal(bus)
     assert (withdrawal.reason, withdrawal.ticket_status) == ("the ticket was closed", "closed")
 
 
@@ -402,11 +403,7 @@ async def test_a_withdrawal_cut_off_mid_step_is_finished_not_stuck_for_good(
     helpdesk(harness).set_status("T1002", "closed")
     harness.start()
     await send_event(bus, "T1002", "evt_2", event_type="ticket.closed")  # its redelivery
-    await eventually(
-        lambda: notices(bus, subjects.INBOX_WITHDRAWN), timeout=20, message="the withdrawal"
-    )
-    [notice] = await notices(bus, subjects.INBOX_WITHDRAWN)
-    withdrawal = Withdrawal.model_validate(notice.data)
+    withdrawal = await the_withdrawal(bus)
     assert (withdrawal.reason, withdrawal.ticket_status) == ("the ticket was closed", "closed")
     await eventually(lambda: settled(bus), timeout=20, message="the event handled, not retried")
 
@@ -441,11 +438,7 @@ async def test_a_withdrawal_whose_publish_failed_after_its_run_goes_out_on_the_r
     info.config.subjects = kept
     await bus.js.update_stream(info.config)
 
-    await eventually(
-        lambda: notices(bus, subjects.INBOX_WITHDRAWN), timeout=20, message="the withdrawal"
-    )
-    [notice] = await notices(bus, subjects.INBOX_WITHDRAWN)
-    withdrawal = Withdrawal.model_validate(notice.data)
+    withdrawal = await the_withdrawal(bus)
     assert (withdrawal.item_id, withdrawal.ticket_status) == ("T1002~v1", "closed")
     await eventually(lambda: settled(bus), timeout=20, message="the event handled")
 
