@@ -174,15 +174,17 @@ def nats_headers(
     credential, then ours, the trace the event starts (or continues: a valid `traceparent` from
     the request) among them."""
     kept: dict[str, str] = {}
+    caller: trace.Trace | None = None  # a webhook sender's own trace is continued
     for name, value in raw_headers:
         lower = _storable(name)
+        if lower == trace.HEADER and caller is None:
+            caller = trace.Trace.parse(value)
         if lower is None or lower not in allowed:
             continue
         clean = " ".join(value.split())
         if _CONTROL.search(clean):
             continue
         kept[name] = f"{kept[name]}, {clean}" if name in kept else clean
-    caller = trace.of(dict(raw_headers))  # a webhook sender's own trace is continued
     kept[trace.HEADER] = (caller.child() if caller else trace.Trace.new()).header
     kept.update(
         {
