@@ -24,8 +24,10 @@ async def run(settings: IngressSettings) -> None:
     svc.serve(routes, state=state)
     await svc.enter(pipeline)
     async with svc:  # webhooks are answered (503) while NATS is not yet connected
-        await pipeline.attach(svc.bus)
-        replays.attach(svc.ledger)  # replays of sources whose signature has no timestamp
+        # before the first await: from here on requests are served, and a source whose
+        # signature has no timestamp is refused (503) until its replays can be checked
+        replays.attach(svc.ledger)
+        await pipeline.attach(svc.bus)  # until then, events go out through `Bus.publish`
         settle_gc()
         sources.announce(configured)
         await svc.until_stopped()
