@@ -146,17 +146,17 @@ def span(
     decided (ingress writes it into the event's headers before the span ends)."""
     own = this or (parent.child() if parent else Trace.new())
     found = Span(name, kind, own, parent, dict(attributes or {}))
-    token = _current.set(found)
-    with trace.continued(own):
-        try:
-            yield found
-        except BaseException as exc:
-            if found.error is None:
-                found.fail(exc.__class__.__name__)
-            raise
-        finally:
-            _current.reset(token)
-            record(found)
+    token, traced = _current.set(found), trace.current.set(own)  # as `trace.continued(own)`
+    try:
+        yield found
+    except BaseException as exc:
+        if found.error is None:
+            found.fail(exc.__class__.__name__)
+        raise
+    finally:
+        _current.reset(token)
+        record(found)
+        trace.current.reset(traced)
 
 
 def current() -> Span | None:
